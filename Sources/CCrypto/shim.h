@@ -1,0 +1,4 @@
+#pragma once
+#include <openssl/sha.h>
+#include <openssl/evp.h>
+#include <openssl/crypto.h>

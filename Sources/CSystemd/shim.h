@@ -1,0 +1,3 @@
+#pragma once
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>

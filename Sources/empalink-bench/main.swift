@@ -1,0 +1,1 @@
+print("empalink-bench: no benchmarks yet")
