@@ -1,1 +1,6 @@
-print("empalinkd")
+#if canImport(Glibc)
+import Glibc
+#endif
+import Agent
+
+exit(DaemonCommand.main(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,108 @@
+import Config
+import Posix
+
+/// `empalinkd`'s command line (SPEC §3).
+public enum DaemonCommand {
+    static let usage = """
+        usage: empalinkd [--config PATH]
+               empalinkd --check-config [--config PATH] [--json]
+               empalinkd --version | --help
+
+        options:
+          --config PATH    configuration file (default \(ConfigurationLoader.defaultPath))
+          --check-config   validate the configuration and exit: 0 valid, 2 invalid (errors on stderr as
+                           PATH:LINE:COL: error: MESSAGE)
+          --json           with --check-config: print the full defaulted configuration as JSON
+          --version        print the version
+          --help           print this help
+        """
+
+    /// The parsed command line.
+    struct Options: Equatable {
+        var configPath = ConfigurationLoader.defaultPath
+        var checkConfig = false
+        var json = false
+        var version = false
+        var help = false
+    }
+
+    /// Parses `arguments` (without the program name).
+    ///
+    /// - Returns: the options, or a one-line usage error.
+    static func parse(_ arguments: [String]) -> Result<Options, UsageError> {
+        var options = Options()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--config", "-c":
+                guard index + 1 < arguments.count else { return .failure(UsageError("\(argument) needs a PATH")) }
+                options.configPath = arguments[index + 1]
+                index += 1
+            case "--check-config": options.checkConfig = true
+            case "--json": options.json = true
+            case "--version": options.version = true
+            case "--help", "-h": options.help = true
+            default:
+                if argument.hasPrefix("--config=") {
+                    options.configPath = String(argument.dropFirst("--config=".count))
+                } else {
+                    return .failure(UsageError("unknown option '\(argument)'"))
+                }
+            }
+            index += 1
+        }
+        if options.json && !options.checkConfig {
+            return .failure(UsageError("--json only goes with --check-config"))
+        }
+        if options.configPath.isEmpty {
+            return .failure(UsageError("--config needs a non-empty PATH"))
+        }
+        return .success(options)
+    }
+
+    struct UsageError: Error, Equatable {
+        var message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    /// Runs `empalinkd` with `arguments` (without the program name).
+    ///
+    /// - Returns: the exit code: 0 ok, 1 runtime failure, 2 usage or configuration error.
+    public static func main(arguments: [String]) -> Int32 {
+        let options: Options
+        switch self.parse(arguments) {
+        case .success(let parsed): options = parsed
+        case .failure(let error):
+            Console.err("empalinkd: \(error.message)")
+            Console.err(self.usage)
+            return 2
+        }
+        if options.help {
+            Console.out(self.usage)
+            return 0
+        }
+        if options.version {
+            Console.out("empalinkd \(Version.string)")
+            return 0
+        }
+        let configuration: AgentConfiguration
+        do {
+            configuration = try ConfigurationLoader.load(path: options.configPath)
+        } catch {
+            for diagnostic in error.diagnostics {
+                Console.err(diagnostic.formatted(path: options.configPath))
+            }
+            return 2
+        }
+        if options.checkConfig {
+            if options.json {
+                Console.out(configuration.json.serialized(indent: 2))
+            }
+            return 0
+        }
+        Console.err("empalinkd: the forwarding agent is not built yet; this build only validates configuration "
+                        + "(--check-config)")
+        return 1
+    }
+}

@@ -1,0 +1,108 @@
+/// The agent's validated configuration with every default filled in (SPEC §4).
+///
+/// Made only by ``ConfigValidator/validate(_:environment:)``, so every value here has passed its check.
+public struct AgentConfiguration: Sendable, Equatable {
+    public enum LogLevel: String, Sendable, CaseIterable { case error, warn, info, debug }
+    public enum PowerMode: String, Sendable, CaseIterable { case active, background }
+    public enum MQTTProtocol: String, Sendable, CaseIterable {
+        case v5 = "5"
+        case v311 = "3.1.1"
+    }
+    public enum SpoolMode: String, Sendable, CaseIterable { case offline, always }
+    public enum SpoolFullPolicy: String, Sendable, CaseIterable {
+        case dropOldest = "drop_oldest"
+        case dropNewest = "drop_newest"
+    }
+
+    public struct Agent: Sendable, Equatable {
+        public var id: String
+        public var logLevel: LogLevel
+        public var controlSocket: String
+    }
+
+    public struct Auth: Sendable, Equatable {
+        public var apiKey: String?
+        public var apiKeyFile: String?
+        public var keyring: String
+    }
+
+    public struct Bluetooth: Sendable, Equatable {
+        public var adapter: String
+        public var mode: PowerMode
+        public var rssiMin: Int
+        public var maxConnections: Int
+        public var connectTimeoutSeconds: Int
+        public var reconnectInitialSeconds: Int
+        public var reconnectMaxSeconds: Int
+        public var backgroundScanWindowSeconds: Int
+        public var backgroundScanIntervalSeconds: Int
+    }
+
+    /// One whitelisted wristband. `serial` is always known (given, or derived from the address).
+    public struct Wristband: Sendable, Equatable {
+        public var serial: String
+        public var address: String?
+        public var label: String
+    }
+
+    public struct TLS: Sendable, Equatable {
+        public var caFile: String?
+        public var caPath: String?
+        public var certFile: String?
+        public var keyFile: String?
+        public var insecure: Bool
+
+        /// TLS is on when any certificate file or directory is configured.
+        public var enabled: Bool {
+            self.caFile != nil || self.caPath != nil || self.certFile != nil || self.keyFile != nil
+        }
+    }
+
+    public struct MQTT: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        public var clientID: String
+        public var username: String?
+        public var passwordFile: String?
+        public var protocolVersion: MQTTProtocol
+        public var keepaliveSeconds: Int
+        public var qos: Int
+        public var topicPrefix: String
+        public var maxInflight: Int
+        public var tls: TLS
+    }
+
+    public struct Publish: Sendable, Equatable {
+        /// Stream names from ``ConfigSchema/streams``, in the order given.
+        public var streams: [String]
+        public var batchMilliseconds: Int
+        public var backgroundBatchMilliseconds: Int
+        public var metricsIntervalSeconds: Int
+    }
+
+    public struct Spool: Sendable, Equatable {
+        public var directory: String
+        public var mode: SpoolMode
+        public var maxBytes: Int64
+        public var segmentBytes: Int64
+        public var fsyncIntervalMilliseconds: Int
+        public var onFull: SpoolFullPolicy
+        public var replayRate: Int
+    }
+
+    public struct Control: Sendable, Equatable {
+        public var mqttCommands: Bool
+    }
+
+    public var agent: Agent
+    public var auth: Auth
+    public var bluetooth: Bluetooth
+    public var wristbands: [Wristband]
+    public var mqtt: MQTT
+    public var publish: Publish
+    public var spool: Spool
+    public var control: Control
+
+    /// Every resolved value by dotted path (wristbands excluded), for `--json` and the reference.
+    public let resolved: [String: TOMLValue.Kind]
+}
