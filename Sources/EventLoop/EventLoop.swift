@@ -143,6 +143,11 @@ public final class EventLoop: @unchecked Sendable {
         self.owner.load(ordering: .acquiring) == UInt(pthread_self())
     }
 
+    /// Whether a thread is inside ``run()``.
+    public var isRunning: Bool {
+        self.running.load(ordering: .acquiring)
+    }
+
     /// Stops the process in debug builds when called off the loop's owner thread; nothing in release builds.
     ///
     /// Put it at the top of every method of a type whose state belongs to the loop, as nio's `NIOLoopBound` does.
