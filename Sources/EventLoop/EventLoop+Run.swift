@@ -33,6 +33,7 @@ extension EventLoop {
                 // EBADF, EFAULT, EINVAL: the loop's own descriptor or buffer is broken.
                 preconditionFailure("epoll_wait failed: \(error)")
             }
+            self.wakeUps &+= 1
             for index in 0..<Int(count) {
                 let token = clinux_epoll_event_token(events, CInt(index))
                 let bits = clinux_epoll_event_bits(events, CInt(index))

@@ -77,6 +77,8 @@ public final class EventLoop: @unchecked Sendable {
     var signalMask = sigset_t()
     var signalHandlers: [CInt: (CInt) -> Void] = [:]
     var signalBuffer: UnsafeMutableRawPointer
+    /// Returns from `epoll_wait` so far; see ``wakeUpCount``.
+    var wakeUps: UInt64 = 0
     /// The drained work queue, swapped with ``Shared/work`` so that neither array reallocates in steady state.
     var drainBuffer: [@Sendable () -> Void] = []
 
@@ -141,6 +143,13 @@ public final class EventLoop: @unchecked Sendable {
     /// Whether the calling thread is the loop's owner (see "Threads" above).
     public var inEventLoop: Bool {
         self.owner.load(ordering: .acquiring) == UInt(pthread_self())
+    }
+
+    /// How many times the loop has woken up (returned from `epoll_wait`) since it was created: an idle daemon's
+    /// figure of merit, reported by `empalink-bench` and suitable for metrics. Loop-bound.
+    public var wakeUpCount: UInt64 {
+        self.assertInEventLoop()
+        return self.wakeUps
     }
 
     /// Whether a thread is inside ``run()``.

@@ -46,6 +46,22 @@ struct EventLoopExecuteTests {
         #expect(ran.value)
     }
 
+    @Test func idleLoopWakesOnlyForWork() throws {
+        let loop = try EventLoop()
+        defer { loop.close() }
+        let wakeUpsSeen = Shared<UInt64>(0)
+        let helper = try PosixThread.spawn {
+            sleepMilliseconds(100)  // idle time in which nothing may wake the loop
+            loop.execute {
+                wakeUpsSeen.withLock { $0 = loop.wakeUpCount }
+                loop.stop()
+            }
+        }
+        try loop.runForTest()  // its guard timer is armed far in the future
+        helper.join()
+        #expect(wakeUpsSeen.value == 1, "only the execute() may have woken the idle loop")
+    }
+
     @Test func stopFromAnotherThreadEndsRun() throws {
         let loop = try EventLoop()
         defer { loop.close() }
