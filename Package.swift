@@ -48,5 +48,6 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
+        .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
     ]
 )

@@ -11,7 +11,8 @@ extension EventLoop {
     /// Call it in `main` before any thread starts (including the loop's thread, libdbus' or the spool
     /// writer's): new threads inherit the mask, and a process-directed signal (`kill`, `systemctl reload`) is
     /// delivered to any one thread that does not block it. A thread created earlier that leaves the signal
-    /// unblocked would still die of it.
+    /// unblocked would still die of it. Child processes inherit the mask across `exec`: a helper the daemon
+    /// spawns must unblock these signals itself, or it will ignore SIGTERM.
     ///
     /// - Throws: ``Errno/invalidArgument`` for an invalid signal number.
     public static func blockSignals(_ signals: [CInt]) throws(Errno) {

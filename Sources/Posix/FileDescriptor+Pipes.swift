@@ -44,7 +44,7 @@ extension FileDescriptor {
     /// One `write(2)`, retrying on `EINTR`: it may write fewer bytes than given.
     ///
     /// This is the call for non-blocking descriptors on an event loop, where a short write means "wait for
-    /// writable"; use ``writeAll(_:)-(UnsafeRawBufferPointer)`` for blocking ones.
+    /// writable"; use `writeAll(_:)` for blocking ones.
     ///
     /// - Returns: the number of bytes written.
     /// - Throws: ``Errno`` (`EAGAIN` when a non-blocking descriptor is full, `EPIPE` when the reader is gone).
