@@ -47,5 +47,7 @@ let package = Package(
 
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
+        .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
+        .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
     ]
 )
