@@ -55,13 +55,33 @@ extension TOMLParser {
         while end < self.bytes.count && end - self.index < 4 && self.bytes[end] & 0xC0 == 0x80 {
             end &+= 1
         }
-        return "'\(String(decoding: self.bytes[self.index..<end], as: UTF8.self))'"
+        let text = String(decoding: self.bytes[self.index..<end], as: UTF8.self)
+        if byte >= 0x80, let scalar = text.unicodeScalars.first {
+            // Non-ASCII may be invisible or break the line (a byte order mark, U+2028): name it instead.
+            if !TOMLParser.isPrintable(scalar) {
+                return TOMLParser.scalarName(scalar.value)
+            }
+            return "'\(text)' (\(TOMLParser.scalarName(scalar.value)))"
+        }
+        return "'\(text)'"
     }
 
     /// `U+0001`: a scalar's name in messages.
     static func scalarName(_ value: UInt32) -> String {
         let hex = String(value, radix: 16, uppercase: true)
         return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+
+    /// Whether a scalar can be shown as itself in a one-line message: not a control, format, separator,
+    /// private-use or unassigned character.
+    static func isPrintable(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator, .surrogate, .privateUse,
+            .unassigned:
+            return scalar == " "
+        default:
+            return true
+        }
     }
 
     /// Control characters TOML forbids in comments and strings: U+0000–U+001F except tab, and U+007F.

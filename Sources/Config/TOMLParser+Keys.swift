@@ -68,7 +68,7 @@ extension TOMLParser {
             if !name.isEmpty && name.utf8.allSatisfy(TOMLParser.isBareKeyByte) {
                 out += name
             } else {
-                JSONValue.writeString(name, to: &out)
+                TOMLParser.writeQuoted(name, to: &out)
             }
         }
         return out
@@ -84,5 +84,29 @@ extension TOMLParser {
         let rendered = TOMLParser.render(names: names)
         let allBare = names.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy(TOMLParser.isBareKeyByte) }
         return allBare ? "\"\(rendered)\"" : rendered
+    }
+
+    /// Writes `name` as a TOML basic string whose text stays on one line: quotes, backslashes and anything not
+    /// printable are escaped.
+    static func writeQuoted(_ name: String, to out: inout String) {
+        out += "\""
+        for scalar in name.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            default:
+                let printable = scalar.isASCII
+                    ? !TOMLParser.isControl(UInt8(scalar.value)) : TOMLParser.isPrintable(scalar)
+                if printable {
+                    out.unicodeScalars.append(scalar)
+                } else {
+                    let hex = String(scalar.value, radix: 16, uppercase: true)
+                    let width = scalar.value > 0xFFFF ? 8 : 4
+                    out += width == 8 ? "\\U" : "\\u"
+                    out += String(repeating: "0", count: max(0, width - hex.count)) + hex
+                }
+            }
+        }
+        out += "\""
     }
 }

@@ -67,8 +67,8 @@ extension TOMLParser {
         if rest.elementsEqual("nan".utf8) {
             return .float(negative ? -Double.nan : Double.nan)
         }
-        if let first = rest.first, !(first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")), first != UInt8(ascii: "_"),
-            first != UInt8(ascii: "."), first != UInt8(ascii: "+"), first != UInt8(ascii: "-")
+        if let first = rest.first, (first >= UInt8(ascii: "A") && first <= UInt8(ascii: "Z"))
+            || (first >= UInt8(ascii: "a") && first <= UInt8(ascii: "z"))
         {
             throw .notAValue
         }

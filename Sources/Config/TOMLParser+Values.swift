@@ -26,6 +26,10 @@ extension TOMLParser {
         case UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "i"), UInt8(ascii: "n"):
             return TOMLValue(try self.parseNumber(), at: start)
         default:
+            if TOMLParser.isNumberByte(byte) {
+                throw self.error("expected a value, found '\(self.word())'; strings need quotes, "
+                    + "booleans are 'true' and 'false'")
+            }
             throw self.error(
                 "expected a value (string, number, boolean, array or inline table), found \(self.found)")
         }
@@ -53,8 +57,8 @@ extension TOMLParser {
             self.skip(5)
             return false
         }
-        throw self.error("expected a value, found '\(self.word())'; booleans are 'true' and 'false' "
-            + "and strings need quotes")
+        throw self.error("expected a value, found '\(self.word())'; strings need quotes, "
+            + "booleans are 'true' and 'false'")
     }
 
     /// Whether the bytes at the cursor spell `literal`.
