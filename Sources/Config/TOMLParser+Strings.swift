@@ -53,8 +53,8 @@ extension TOMLParser {
                 self.advance()
                 return text
             case UInt8(ascii: "\n"), UInt8(ascii: "\r"):
-                throw self.error(
-                    "unterminated literal string (opened at \(start)), found end of line; use ''' for multi-line strings")
+                throw self.error("unterminated literal string (opened at \(start)), found end of line; "
+                    + "use ''' for multi-line strings")
             default:
                 if TOMLParser.isControl(byte) {
                     throw self.controlCharacterInString(byte, escapable: false)
