@@ -32,8 +32,8 @@ import Testing
             [x.y]
             c = 3
             """
-        let expected = #"{"x":{"y":{"z":{"w":{"a":{"type":"integer","value":"1"}}},"c":{"type":"integer","value":"3"}},"#
-            + #""b":{"type":"integer","value":"2"}}}"#
+        let expected = #"{"x":{"y":{"z":{"w":{"a":{"type":"integer","value":"1"}}},"#
+            + #""c":{"type":"integer","value":"3"}},"b":{"type":"integer","value":"2"}}}"#
         #expect(try TOMLTestSupport.json(text) == expected)
     }
 
