@@ -183,3 +183,61 @@ def test_megabyte_document_decodes_like_tomllib():
     result = decode(data)
     assert result.returncode == 0, result.stderr.decode()
     assert_same(json.loads(result.stdout), to_toml_test(python_decode(data)))
+
+
+SIGNIFICANT = [b"[", b"]", b"=", b'"', b"'", b"\\", b".", b",", b"{", b"}", b"#", b"\n", b"\r", b"\t", b" ", b"_",
+               b"+", b"-", b"e", b"0", b'"""', b"'''", b"[[", b"]]", b"\\u", b"inf", b"nan", b"true", b"a", b"x.y"]
+
+
+def mutate(data: bytes, rng) -> bytes:
+    """One to three random edits: byte replacement, insertion of a TOML-significant token, deletion, line copy or swap."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randint(0, len(out))
+        op = rng.randrange(6)
+        if op == 0 and out:
+            out[min(at, len(out) - 1)] = rng.randrange(256)
+        elif op in (1, 2):
+            out[at:at] = rng.choice(SIGNIFICANT)
+        elif op == 3 and out:
+            del out[at:at + rng.randint(1, 3)]
+        elif op == 4:
+            lines = out.split(b"\n")
+            out = bytearray(b"\n".join(lines + [rng.choice(lines)]))
+        else:
+            lines = out.split(b"\n")
+            i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+            out = bytearray(b"\n".join(lines))
+    return bytes(out)
+
+
+def test_mutated_documents_agree_with_tomllib():
+    """Differential check: 1500 mutated corpus documents (fixed seed) are accepted or rejected exactly when tomllib
+    accepts or rejects them (except by-design refusals), and accepted ones decode to the same values."""
+    import random
+
+    rng = random.Random(20240601)
+    seeds = [path.read_bytes() for path in VALID if path.stat().st_size < 4096]
+    disagreements = []
+    for _ in range(1500):
+        data = mutate(rng.choice(seeds), rng)
+        try:
+            expected = to_toml_test(python_decode(data))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            expected = None
+        result = decode(data)
+        if expected is None:
+            if result.returncode != 1:
+                disagreements.append(f"tomllib rejects, we accept: {data!r}")
+            continue
+        if result.returncode != 0:
+            message = result.stderr.decode()
+            if DATETIME_MESSAGE not in message and "does not fit in 64 bits" not in message:
+                disagreements.append(f"tomllib accepts, we reject ({message.strip()}): {data!r}")
+            continue
+        try:
+            assert_same(json.loads(result.stdout), expected)
+        except AssertionError as error:
+            disagreements.append(f"values differ ({error}): {data!r}")
+    assert disagreements == [], "\n".join(disagreements[:10])
