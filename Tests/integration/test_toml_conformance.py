@@ -190,7 +190,8 @@ SIGNIFICANT = [b"[", b"]", b"=", b'"', b"'", b"\\", b".", b",", b"{", b"}", b"#"
 
 
 def mutate(data: bytes, rng) -> bytes:
-    """One to three random edits: byte replacement, insertion of a TOML-significant token, deletion, line copy or swap."""
+    """One to three random edits: byte replacement, insertion of a TOML-significant token, deletion, line copy
+    or swap."""
     out = bytearray(data)
     for _ in range(rng.randint(1, 3)):
         at = rng.randint(0, len(out))
