@@ -107,7 +107,6 @@ import Testing
                 }
             }
         }
-        print("TOML fuzz: \(accepted) accepted, \(rejected) rejected")
         #expect(problems.isEmpty, "\(problems)")
         #expect(accepted + rejected == 100_000)
         // Both outcomes must be common, or the mutations are not exercising the parser.
