@@ -32,3 +32,11 @@ public struct TOMLTable: Hashable, Sendable {
         self.entry(key)?.value
     }
 }
+
+extension TOMLTable {
+    /// The table in the toml-test decoder shape (a JSON object, keys in document order); see
+    /// ``TOMLValue/tomlTestJSON``.
+    public var tomlTestJSON: JSONValue {
+        .object(self.entries.map { ($0.key, $0.value.tomlTestJSON) })
+    }
+}

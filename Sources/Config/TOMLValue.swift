@@ -35,3 +35,38 @@ public struct TOMLValue: Hashable, Sendable {
         }
     }
 }
+
+extension TOMLValue {
+    /// The value in the toml-test decoder shape: scalars as `{"type": …, "value": …}` with the value as a string,
+    /// arrays as JSON arrays, tables as JSON objects.
+    ///
+    /// Floats are written as "inf", "-inf", "nan" or the shortest decimal that reads back as the same `Double`.
+    public var tomlTestJSON: JSONValue {
+        switch self.kind {
+        case .string(let text):
+            return TOMLValue.tagged("string", text)
+        case .integer(let number):
+            return TOMLValue.tagged("integer", String(number))
+        case .float(let number):
+            let text: String
+            if number.isNaN {
+                text = "nan"
+            } else if number.isInfinite {
+                text = number < 0 ? "-inf" : "inf"
+            } else {
+                text = String(number)
+            }
+            return TOMLValue.tagged("float", text)
+        case .boolean(let flag):
+            return TOMLValue.tagged("bool", flag ? "true" : "false")
+        case .array(let elements):
+            return .array(elements.map(\.tomlTestJSON))
+        case .table(let table):
+            return table.tomlTestJSON
+        }
+    }
+
+    private static func tagged(_ type: String, _ value: String) -> JSONValue {
+        .object([("type", .string(type)), ("value", .string(value))])
+    }
+}
