@@ -37,7 +37,9 @@ import Testing
                 z[sample] = Int8.random(in: .min ... .max, using: &rng)
             }
             E4ACC.encode(x: x, y: y, z: z, counter: counter, into: &bytes)
-            let continuity = try bytes.withBytes { (span) throws(E4DecodeError) in try decoder.decode(span, into: &packet) }
+            let continuity = try bytes.withBytes { (span) throws(E4DecodeError) in
+                try decoder.decode(span, into: &packet)
+            }
             #expect(continuity == (index == 0 ? .first : .next))
             #expect(packet.counter == counter)
             #expect(packet.x.array == x.array && packet.y.array == y.array && packet.z.array == z.array)
@@ -207,7 +209,9 @@ import Testing
             let bytes = [UInt8(0x01)] + [UInt8](repeating: 0, count: max(0, length - 1))
             let input = length == 0 ? [] : bytes
             let error = decodeError { () throws(E4DecodeError) in try E4Command.decode(input.span.bytes) }
-            #expect(error == (length == 0 ? .tooShort(minimum: 1, actual: 0) : .wrongLength(expected: 5, actual: length)))
+            let want: E4DecodeError =
+                length == 0 ? .tooShort(minimum: 1, actual: 0) : .wrongLength(expected: 5, actual: length)
+            #expect(error == want)
         }
     }
 
@@ -227,10 +231,18 @@ import Testing
             wrong += 1
             let bytes = [UInt8](repeating: 0x3C, count: length)
             let want = E4DecodeError.wrongLength(expected: 20, actual: length)
-            #expect(decodeError { () throws(E4DecodeError) in try bvp.decode(bytes.span.bytes, into: &bvpPacket) } == want)
-            #expect(decodeError { () throws(E4DecodeError) in try acc.decode(bytes.span.bytes, into: &accPacket) } == want)
-            #expect(decodeError { () throws(E4DecodeError) in try gsr.decode(bytes.span.bytes, into: &gsrPacket) } == want)
-            #expect(decodeError { () throws(E4DecodeError) in try temp.decode(bytes.span.bytes, into: &tempPacket) } == want)
+            #expect(decodeError { () throws(E4DecodeError) in
+                try bvp.decode(bytes.span.bytes, into: &bvpPacket)
+            } == want)
+            #expect(decodeError { () throws(E4DecodeError) in
+                try acc.decode(bytes.span.bytes, into: &accPacket)
+            } == want)
+            #expect(decodeError { () throws(E4DecodeError) in
+                try gsr.decode(bytes.span.bytes, into: &gsrPacket)
+            } == want)
+            #expect(decodeError { () throws(E4DecodeError) in
+                try temp.decode(bytes.span.bytes, into: &tempPacket)
+            } == want)
         }
         for statistics in [bvp.statistics, acc.statistics, gsr.statistics, temp.statistics] {
             #expect(statistics.decodeErrors == wrong)

@@ -29,7 +29,8 @@ import Testing
 
     @Test(arguments: [
         "", "3EA", "3EA1 ", " 3EA1", "zzzz", "0x3EA1", "3EA1x", "12345678-", "00003ea1-0000-1000-8000-00805f9b34f",
-        "00003ea1x0000-1000-8000-00805f9b34fb", "00003ea1-0000-1000-8000-00805f9b34fbb", "0000-3ea10000-1000-8000-00805f9b34fb",
+        "00003ea1x0000-1000-8000-00805f9b34fb", "00003ea1-0000-1000-8000-00805f9b34fbb",
+        "0000-3ea10000-1000-8000-00805f9b34fb",
         "00003ea1-0000-1000-8000_00805f9b34fb", "ＡＢＣＤ", "3eä1", "00003ea1-0000-1000-8000-00805f9b34g0",
     ])
     func rejectsGarbage(text: String) {
@@ -43,7 +44,9 @@ import Testing
         for _ in 0..<20_000 {
             let length = [4, 8, 32, 36, Int.random(in: 0...40, using: &rng)][Int.random(in: 0...4, using: &rng)]
             var text = ""
-            for _ in 0..<length { text.unicodeScalars.append(alphabet[Int.random(in: 0..<alphabet.count, using: &rng)]) }
+            for _ in 0..<length {
+                text.unicodeScalars.append(alphabet[Int.random(in: 0..<alphabet.count, using: &rng)])
+            }
             if let uuid = BluetoothUUID(text) {
                 parsed += 1
                 #expect(BluetoothUUID(uuid.description) == uuid)
