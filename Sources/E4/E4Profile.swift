@@ -36,7 +36,7 @@ public enum E4Profile {
     }
 
     /// The services a connected device must resolve before subscribing.
-    public static let services: [BluetoothUUID] = [sensorService, hardwareStatusService, commandService]
+    public static let services: [BluetoothUUID] = [Self.sensorService, Self.hardwareStatusService, Self.commandService]
 
     /// The characteristics subscribed for notifications, one per ``E4Stream``.
     public static let notifyCharacteristics: [BluetoothUUID] = E4Stream.allCases.map(\.characteristic)
