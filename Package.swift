@@ -35,6 +35,8 @@ let package = Package(
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
+        // Pure: the E4 GATT profile, packet decoders and encoders, capture format (SPEC §6). No C, no I/O.
+        .target(name: "E4", swiftSettings: strict),
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging"], swiftSettings: strict),
@@ -46,6 +48,7 @@ let package = Package(
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
 
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
+        .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
