@@ -35,17 +35,20 @@ let package = Package(
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
+        // Pure: streaming signal processing (IBI / HR engine). No C, no Foundation, no I/O.
+        .target(name: "Physio", swiftSettings: strict),
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging"], swiftSettings: strict),
         // The operator tool's subcommands.
-        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Posix"], swiftSettings: strict),
+        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix"], swiftSettings: strict),
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
 
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
+        .testTarget(name: "PhysioTests", dependencies: ["Physio"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,138 @@
+extension IBIEngine {
+    /// Fraction of the recent upstroke slope level the slope must exceed to start a pulse. Low enough for the
+    /// beat-to-beat spread of upstrokes, high enough that the dicrotic notch's small rise stays below it.
+    static let thresholdFraction = 0.35
+
+    var rate: Double { self.configuration.bvpRate > 0 ? self.configuration.bvpRate : 64 }
+
+    /// Runs the upstroke state machine for the sample at `index`.
+    ///
+    /// - Returns: a beat when this sample confirmed one.
+    mutating func detect(slope: Double, index: Int) -> DetectedBeat? {
+        // The first half second only learns the slope scale.
+        if index < Int(0.5 * self.rate) {
+            self.slopeLevel = max(self.slopeLevel, slope)
+            return nil
+        }
+        self.slopeLevel *= self.slopeDecay
+        switch self.phase {
+        case .searching:
+            let threshold = Self.thresholdFraction * self.slopeLevel
+            guard slope > threshold, slope > 0, index - self.lastUpstrokeIndex >= self.refractorySamples else {
+                return nil
+            }
+            self.phase = .rising
+            self.maximumSlope = slope
+            self.maximumSlopeIndex = index
+            return nil
+        case .rising:
+            if slope > self.maximumSlope {
+                self.maximumSlope = slope
+                self.maximumSlopeIndex = index
+            }
+            let timedOut = Double(index - self.maximumSlopeIndex) > 0.3 * self.rate
+            guard slope <= 0 || timedOut else { return nil }
+            self.phase = .searching
+            // Clamp an artefact's huge slope so one jolt does not blind the detector for seconds.
+            let learned = self.slopeLevel > 0 ? min(self.maximumSlope, 2 * self.slopeLevel) : self.maximumSlope
+            self.slopeLevel = 0.8 * self.slopeLevel + 0.2 * learned
+            self.lastUpstrokeIndex = self.maximumSlopeIndex
+            return self.confirmPulse(peakIndex: index)
+        }
+    }
+
+    /// Samples after an upstroke before the next may start: the shortest plausible interval, or half the typical
+    /// interval once known, which keeps a slow heart's dicrotic notch from counting as a beat.
+    var refractorySamples: Int {
+        var seconds = 0.8 * self.configuration.minimumInterval
+        if let typical = self.typicalInterval {
+            seconds = max(seconds, 0.5 * typical)
+        }
+        return Int(seconds * self.rate)
+    }
+
+    /// Locates the pulse's foot and peak around the upstroke and decides whether its interval is emitted.
+    mutating func confirmPulse(peakIndex: Int) -> DetectedBeat? {
+        let upstroke = self.maximumSlopeIndex
+        var back = 0.3
+        if let typical = self.typicalInterval {
+            back = min(max(0.4 * typical, 0.12), 0.35)
+        }
+        var first = upstroke - Int(back * self.rate)
+        first = max(first, self.lastPeakIndex + 1, self.raw.total - self.raw.capacity)
+        guard first <= upstroke, self.raw.contains(absolute: first), self.raw.contains(absolute: peakIndex) else {
+            return nil
+        }
+        var foot = first
+        var footValue = self.raw[absolute: first]
+        for i in first...upstroke where self.raw[absolute: i] < footValue {
+            foot = i
+            footValue = self.raw[absolute: i]
+        }
+        var peakValue = footValue
+        var peak = upstroke
+        for i in upstroke...peakIndex where self.raw[absolute: i] > peakValue {
+            peak = i
+            peakValue = self.raw[absolute: i]
+        }
+        self.lastPeakIndex = peak
+        let footTime = self.times[absolute: foot]
+        return self.judge(footTime: footTime, amplitude: peakValue - footValue)
+    }
+
+    /// Applies the checks in order of cost and returns the beat with its interval or the reason it was withheld.
+    mutating func judge(footTime: Double, amplitude: Double) -> DetectedBeat {
+        let configuration = self.configuration
+        let typicalAmplitude = self.amplitudes.median(minimumCount: 3)
+        var pulseOK = amplitude > 0
+        if let typicalAmplitude, typicalAmplitude > 0 {
+            let ratio = amplitude / typicalAmplitude
+            pulseOK = pulseOK && ratio >= configuration.minimumAmplitudeRatio
+                && ratio <= configuration.maximumAmplitudeRatio
+        }
+        self.amplitudes.append(amplitude)
+        defer {
+            self.previousFootTime = footTime
+            self.previousPulseOK = pulseOK
+        }
+        guard let previous = self.previousFootTime else {
+            self.previousEmitted = nil
+            return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat)
+        }
+        let interval = footTime - previous
+        let typical = self.intervals.median(minimumCount: 3)
+        let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
+        if plausible {
+            self.intervals.append(interval)
+            self.typicalInterval = self.intervals.median(minimumCount: 3)
+        }
+        let previousEmitted = self.previousEmitted
+        self.previousEmitted = nil
+        let suppression: BeatSuppression
+        if let start = self.startTime, previous - start < configuration.warmUp {
+            suppression = .warmingUp
+        } else if !plausible {
+            suppression = .implausible
+        } else if self.motion.lastMotion + configuration.motionHoldoff >= previous {
+            suppression = .motion
+        } else if !pulseOK || !self.previousPulseOK {
+            suppression = .pulseShape
+        } else if !Self.isRegular(interval, typical: typical, previous: previousEmitted,
+                                  tolerance: configuration.maximumRelativeChange) {
+            suppression = .irregular
+        } else {
+            self.previousEmitted = interval
+            self.heartRate.append(interval: interval, endingAt: footTime)
+            return DetectedBeat(time: footTime, interval: interval, suppression: nil)
+        }
+        return DetectedBeat(time: footTime, interval: nil, suppression: suppression)
+    }
+
+    /// Whether `interval` is within `tolerance` of the typical interval and of the previous emitted one.
+    static func isRegular(_ interval: Double, typical: Double?, previous: Double?, tolerance: Double) -> Bool {
+        guard let typical, typical > 0 else { return false }
+        if abs(interval - typical) > tolerance * typical { return false }
+        if let previous, previous > 0, abs(interval - previous) > tolerance * previous { return false }
+        return true
+    }
+}
