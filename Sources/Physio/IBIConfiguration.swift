@@ -19,16 +19,22 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// while sinus variability between neighbouring beats stays well inside this.
     public var maximumRelativeChange: Double = 0.2
     /// Smallest pulse amplitude accepted, relative to the median of recent pulses.
-    public var minimumAmplitudeRatio: Double = 0.5
+    public var minimumAmplitudeRatio: Double = 0.33
     /// Largest pulse amplitude accepted, relative to the median of recent pulses.
-    public var maximumAmplitudeRatio: Double = 2.0
+    public var maximumAmplitudeRatio: Double = 3.0
     /// ACC motion index (g, root of the summed per-axis variances over ``motionWindow``) above which beats are
     /// suppressed.
-    public var motionThreshold: Double = 0.3
+    public var motionThreshold: Double = 0.5
+    /// ACC motion index (g) above which the arm is moving a little: beats are still measured, but only the
+    /// cleanest ones are emitted (tolerances scaled by ``mildMotionStrictness``), because that is when a
+    /// distorted pulse most often passes for a real one.
+    public var mildMotionThreshold: Double = 0.1
+    /// Factor (≤ 1) applied to ``maximumRelativeChange`` and to the amplitude ratio band in mild motion.
+    public var mildMotionStrictness: Double = 0.5
     /// Length of the ACC window for the motion index, in seconds.
     public var motionWindow: Double = 1.0
     /// After motion, beats stay suppressed for this long (the PPG takes a moment to recover).
-    public var motionHoldoff: Double = 1.0
+    public var motionHoldoff: Double = 0.5
     /// HR averages the valid intervals that ended in this many seconds before each 1 Hz tick.
     public var heartRateWindow: Double = 10
     /// A gap in BVP timestamps longer than this (seconds) restarts the beat chain: no interval spans it.

@@ -41,7 +41,11 @@ extension IBIEngine {
         }
     }
 
-    /// Samples after an upstroke before the next may start: the shortest plausible interval, or half the typical
+    /// A pulse sooner than this fraction of the typical interval after the previous one is taken for an artefact
+    /// (a dicrotic wave, a jolt), not a beat: sinus rhythm does not shorten by 40 % from one beat to the next.
+    static let earlyFraction = 0.6
+
+    /// Samples after an upstroke before the next may start: the shortest plausible interval, or ``earlyFraction`` of the typical
     /// interval once known, which keeps a slow heart's dicrotic notch from counting as a beat.
     var refractorySamples: Int {
         var seconds = 0.8 * self.configuration.minimumInterval
@@ -84,23 +88,36 @@ extension IBIEngine {
     mutating func judge(footTime: Double, amplitude: Double) -> DetectedBeat {
         let configuration = self.configuration
         let typicalAmplitude = self.amplitudes.median(minimumCount: 3)
+        // Mild motion narrows every tolerance; strong motion (below) suppresses outright.
+        let mild = self.motion.lastMildMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
+        let strictness = mild ? min(max(configuration.mildMotionStrictness, 0), 1) : 1
         var pulseOK = amplitude > 0
         if let typicalAmplitude, typicalAmplitude > 0 {
+            // The band is symmetric in log space: strictness 0.5 turns (1/3, 3) into (1/√3, √3).
             let ratio = amplitude / typicalAmplitude
-            pulseOK = pulseOK && ratio >= configuration.minimumAmplitudeRatio
-                && ratio <= configuration.maximumAmplitudeRatio
+            let lower = Self.power(configuration.minimumAmplitudeRatio, strictness)
+            let upper = Self.power(configuration.maximumAmplitudeRatio, strictness)
+            pulseOK = pulseOK && ratio >= lower && ratio <= upper
         }
         self.amplitudes.append(amplitude)
-        defer {
-            self.previousFootTime = footTime
-            self.previousPulseOK = pulseOK
-        }
         guard let previous = self.previousFootTime else {
             self.previousEmitted = nil
+            self.previousFootTime = footTime
+            self.previousPulseOK = pulseOK
             return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat)
         }
         let interval = footTime - previous
         let typical = self.intervals.median(minimumCount: 3)
+        if interval < configuration.minimumInterval || interval < Self.earlyFraction * (typical ?? 0) {
+            // Too early to be the next beat: leave it out of the chain so the next real beat is measured from
+            // the last real one.
+            self.previousEmitted = nil
+            return DetectedBeat(time: footTime, interval: nil, suppression: .implausible)
+        }
+        defer {
+            self.previousFootTime = footTime
+            self.previousPulseOK = pulseOK
+        }
         let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
         if plausible {
             self.intervals.append(interval)
@@ -118,7 +135,7 @@ extension IBIEngine {
         } else if !pulseOK || !self.previousPulseOK {
             suppression = .pulseShape
         } else if !Self.isRegular(interval, typical: typical, previous: previousEmitted,
-                                  tolerance: configuration.maximumRelativeChange) {
+                                  tolerance: strictness * configuration.maximumRelativeChange) {
             suppression = .irregular
         } else {
             self.previousEmitted = interval
@@ -126,6 +143,28 @@ extension IBIEngine {
             return DetectedBeat(time: footTime, interval: interval, suppression: nil)
         }
         return DetectedBeat(time: footTime, interval: nil, suppression: suppression)
+    }
+
+    /// `base` raised to `exponent` in [0, 1] by a few square roots — enough precision for a tolerance band, without
+    /// Foundation's `pow`.
+    static func power(_ base: Double, _ exponent: Double) -> Double {
+        guard base > 0 else { return base }
+        if exponent >= 1 { return base }
+        if exponent <= 0 { return 1 }
+        // Binary expansion of the exponent over successive square roots.
+        var result = 1.0
+        var root = base
+        var remaining = exponent
+        var weight = 1.0
+        for _ in 0..<20 {
+            root = root.squareRoot()
+            weight *= 0.5
+            if remaining >= weight {
+                result *= root
+                remaining -= weight
+            }
+        }
+        return result
     }
 
     /// Whether `interval` is within `tolerance` of the typical interval and of the previous emitted one.

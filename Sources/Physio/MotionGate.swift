@@ -7,16 +7,20 @@ struct MotionGate: Sendable {
     private let window: Int
     private let countsPerG: Double
     private let thresholdSquared: Double
+    private let mildThresholdSquared: Double
     private var sum = SIMD4<Double>()
     private var sumOfSquares = SIMD4<Double>()
     /// Time of the latest ACC sample whose window exceeded the threshold; `-infinity` when none since reset.
     private(set) var lastMotion = -Double.infinity
+    /// Time of the latest ACC sample whose window exceeded the mild-motion threshold.
+    private(set) var lastMildMotion = -Double.infinity
 
     init(configuration: IBIConfiguration) {
         self.window = max(4, Int((configuration.motionWindow * configuration.accRate).rounded()))
         self.samples = FixedRing(minimumCapacity: self.window, filler: SIMD4<Double>())
         self.countsPerG = configuration.accCountsPerG > 0 ? configuration.accCountsPerG : 64
         self.thresholdSquared = configuration.motionThreshold * configuration.motionThreshold
+        self.mildThresholdSquared = configuration.mildMotionThreshold * configuration.mildMotionThreshold
     }
 
     /// Adds one ACC sample (device counts).
@@ -38,6 +42,9 @@ struct MotionGate: Sendable {
         if total > self.thresholdSquared {
             self.lastMotion = time
         }
+        if total > self.mildThresholdSquared {
+            self.lastMildMotion = time
+        }
     }
 
     mutating func reset() {
@@ -45,5 +52,6 @@ struct MotionGate: Sendable {
         self.sum = SIMD4<Double>()
         self.sumOfSquares = SIMD4<Double>()
         self.lastMotion = -Double.infinity
+        self.lastMildMotion = -Double.infinity
     }
 }
