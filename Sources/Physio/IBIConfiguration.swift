@@ -10,8 +10,8 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// No IBI is emitted during this many seconds after start or ``IBIEngine/reset()``: the detector's levels
     /// and the interval history settle first (EmpaLink: "an initialization period of about 20 seconds").
     public var warmUp: Double = 20
-    /// Shortest plausible interval in seconds (200 bpm).
-    public var minimumInterval: Double = 0.3
+    /// Shortest plausible interval in seconds: 214 bpm, which leaves room for beat-to-beat variability at 200 bpm.
+    public var minimumInterval: Double = 0.28
     /// Longest plausible interval in seconds (30 bpm).
     public var maximumInterval: Double = 2.0
     /// Largest relative difference between an interval and the median of recent intervals before it is called

@@ -14,9 +14,15 @@ extension IBIEngine {
             self.slopeLevel = max(self.slopeLevel, slope)
             return nil
         }
-        self.slopeLevel *= self.slopeDecay
         switch self.phase {
         case .searching:
+            // The level is a running mean of upstroke slopes; it only forgets when beats stop coming (after an
+            // artefact raised it, or the pulse weakened), so the threshold does not sag toward the dicrotic wave
+            // between normal beats.
+            let grace = 1.5 * (self.typicalInterval ?? 1.0) * self.rate
+            if Double(index - self.lastUpstrokeIndex) > grace {
+                self.slopeLevel *= self.slopeDecay
+            }
             let threshold = Self.thresholdFraction * self.slopeLevel
             guard slope > threshold, slope > 0, index - self.lastUpstrokeIndex >= self.refractorySamples else {
                 return nil

@@ -72,8 +72,8 @@ public struct IBIEngine: Sendable {
         self.raw = FixedRing(minimumCapacity: history, filler: 0)
         self.times = FixedRing(minimumCapacity: history, filler: 0)
         self.lowPass = Biquad(lowPass: 5, sampleRate: rate)
-        // Upstroke level forgets with a 3 s time constant so the detector recovers after a large artefact.
-        self.slopeDecay = 1 - 1 / (3 * rate)
+        // Once beats stop coming, the upstroke level forgets with a 1 s time constant so the detector recovers.
+        self.slopeDecay = 1 - 1 / rate
         self.intervals = RecentMedian(window: 8)
         self.amplitudes = RecentMedian(window: 8)
         self.motion = MotionGate(configuration: configuration)
