@@ -48,7 +48,7 @@ let package = Package(
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
 
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
-        .testTarget(name: "PhysioTests", dependencies: ["Physio"], swiftSettings: strict),
+        .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
     ]
 )
