@@ -13,7 +13,7 @@ BIN          := $(shell pwd)/.build/$(CONFIG)
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
                 dbus mosquitto mosquitto-clients python3-venv
 
-.PHONY: all deps apt-deps build test test-swift test-integration demo bench docs clean
+.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean
 
 all: build
 
@@ -65,3 +65,8 @@ docs: build
 
 clean:
 	rm -rf .build $(VENV)
+
+## bench-ibi: IBI benchmark (our engine vs NeuroKit2 and HeartPy, real E4 recording + synthetic truth).
+bench-ibi: deps build
+	$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
+	PY=$(PY) bash bench/ibi/run.sh $(BIN)

@@ -37,11 +37,13 @@ let package = Package(
         .target(name: "Config", swiftSettings: strict),
         // Pure: the E4 GATT profile, packet decoders and encoders, capture format (SPEC §6). No C, no I/O.
         .target(name: "E4", swiftSettings: strict),
+        // Pure: streaming signal processing (IBI / HR engine). No C, no Foundation, no I/O.
+        .target(name: "Physio", swiftSettings: strict),
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging"], swiftSettings: strict),
         // The operator tool's subcommands.
-        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Posix"], swiftSettings: strict),
+        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix"], swiftSettings: strict),
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
@@ -49,6 +51,7 @@ let package = Package(
 
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
+        .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),

@@ -7,6 +7,7 @@ public enum EmpaLinkCtl {
     public static var commands: [any CtlCommand.Type] {[
         TOMLDecodeCommand.self,
         ConfigReferenceCommand.self,
+        IBICommand.self,
     ]}
 
     /// Runs `empalinkctl` with `arguments` (without the program name).

@@ -1,0 +1,190 @@
+import Glibc
+import Physio
+import Posix
+
+/// `empalinkctl ibi`: runs the streaming IBI engine (the same code as live) over an E4 connect export and writes
+/// the emitted intervals in the E4 `IBI.csv` layout.
+public enum IBICommand: CtlCommand {
+    public static let name = "ibi"
+    public static let summary = "compute inter-beat intervals offline from an E4 export (BVP.csv, ACC.csv)"
+    public static let usage = """
+        empalinkctl ibi --bvp BVP.csv [--acc ACC.csv] [--out IBI.csv] [--beats BEATS.csv] [--hr HR.csv]
+          --bvp FILE    E4 export of BVP (64 Hz): line 1 start unix time, line 2 rate, then samples
+          --acc FILE    E4 export of ACC (32 Hz, 3 columns, 1/64 g): gates beats in motion
+          --out FILE    IBI in the E4 layout ('<start>, IBI' then '<s since start>,<ibi s>'); default stdout
+          --beats FILE  every detected beat: 't,ibi,reason' (ibi empty and the reason when withheld)
+          --hr FILE     heart rate at 1 Hz in the E4 HR.csv layout (start, rate, then bpm; 0 = none)
+        """
+
+    /// Parsed options.
+    struct Options: Equatable {
+        var bvp = ""
+        var acc: String?
+        var out: String?
+        var beats: String?
+        var hr: String?
+    }
+
+    public static func run(arguments: [String]) -> Int32 {
+        let options: Options
+        switch Self.parse(arguments) {
+        case .success(let parsed):
+            options = parsed
+        case .failure(let message):
+            Console.err("ibi: \(message.text)")
+            Console.err("usage: \(Self.usage)")
+            return 2
+        }
+        let bvp: E4Export
+        var acc: E4Export?
+        do throws(E4ExportError) {
+            bvp = try E4Export.read(path: options.bvp, columns: 1)
+            if let path = options.acc {
+                acc = try E4Export.read(path: path, columns: 3)
+            }
+        } catch {
+            Console.err("ibi: \(error)")
+            if case .unreadable = error { return 1 }
+            return 2
+        }
+        let result = Self.process(bvp: bvp, acc: acc)
+        let files: [(String?, String)] = [
+            (options.out, Self.formatIBI(result, start: bvp.start)),
+            (options.beats, Self.formatBeats(result, start: bvp.start)),
+            (options.hr, Self.formatHeartRate(result, start: bvp.start)),
+        ]
+        for case let (path?, text) in files {
+            do throws(Errno) {
+                try Self.write(text, to: path)
+            } catch {
+                Console.err("ibi: \(path): error: cannot write: \(error)")
+                return 1
+            }
+        }
+        if options.out == nil {
+            Console.out(String(Self.formatIBI(result, start: bvp.start).dropLast()))
+        }
+        return 0
+    }
+
+    /// A usage error's message.
+    struct UsageError: Error, Equatable {
+        var text: String
+    }
+
+    static func parse(_ arguments: [String]) -> Result<Options, UsageError> {
+        var options = Options()
+        var bvp: String?
+        var index = 0
+        while index < arguments.count {
+            let flag = arguments[index]
+            guard ["--bvp", "--acc", "--out", "--beats", "--hr"].contains(flag) else {
+                return .failure(UsageError(text: "unknown option '\(flag)'"))
+            }
+            guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else {
+                return .failure(UsageError(text: "\(flag) needs a file path"))
+            }
+            let value = arguments[index + 1]
+            switch flag {
+            case "--bvp": bvp = value
+            case "--acc": options.acc = value
+            case "--out": options.out = value
+            case "--beats": options.beats = value
+            default: options.hr = value
+            }
+            index += 2
+        }
+        guard let bvp else { return .failure(UsageError(text: "--bvp is required")) }
+        options.bvp = bvp
+        return .success(options)
+    }
+
+    /// Everything the engine produced over one export.
+    struct Run: Sendable {
+        var beats: [DetectedBeat] = []
+        var heartRates: [HeartRateSample] = []
+    }
+
+    /// Feeds the engine in time order, ACC samples up to each BVP sample's time first, as they arrive live.
+    static func process(bvp: E4Export, acc: E4Export?) -> Run {
+        var configuration = IBIConfiguration()
+        configuration.bvpRate = bvp.rate
+        if let acc { configuration.accRate = acc.rate }
+        var engine = IBIEngine(configuration: configuration)
+        var result = Run()
+        var accIndex = 0
+        for index in 0..<bvp.count {
+            let time = bvp.time(of: index)
+            if let acc {
+                while accIndex < acc.count && acc.time(of: accIndex) <= time {
+                    let base = accIndex * 3
+                    engine.appendACC(x: acc.values[base], y: acc.values[base + 1], z: acc.values[base + 2],
+                                     at: acc.time(of: accIndex))
+                    accIndex += 1
+                }
+            }
+            let output = engine.appendBVP(bvp.values[index], at: time)
+            if let beat = output.beat { result.beats.append(beat) }
+            if let heartRate = output.heartRate { result.heartRates.append(heartRate) }
+        }
+        return result
+    }
+
+    static func formatIBI(_ result: Run, start: Double) -> String {
+        var text = "\(Self.fixed(start, 6)), IBI\n"
+        for beat in result.beats {
+            guard let interval = beat.interval else { continue }
+            text += "\(Self.fixed(beat.time - start, 6)),\(Self.fixed(interval, 6))\n"
+        }
+        return text
+    }
+
+    static func formatBeats(_ result: Run, start: Double) -> String {
+        var text = "t,ibi,reason\n"
+        for beat in result.beats {
+            let interval = beat.interval.map { Self.fixed($0, 6) } ?? ""
+            let reason = beat.suppression.map { "\($0)" } ?? ""
+            text += "\(Self.fixed(beat.time - start, 6)),\(interval),\(reason)\n"
+        }
+        return text
+    }
+
+    /// HR in the E4 `HR.csv` layout: one value per second from the first tick; seconds without a value are 0.
+    static func formatHeartRate(_ result: Run, start: Double) -> String {
+        guard let first = result.heartRates.first else { return "\(Self.fixed(start, 6))\n1.000000\n" }
+        var text = "\(Self.fixed(first.time, 6))\n1.000000\n"
+        var second = first.time
+        for sample in result.heartRates {
+            while second < sample.time - 0.5 {
+                text += "0.00\n"
+                second += 1
+            }
+            text += "\(Self.fixed(sample.beatsPerMinute, 2))\n"
+            second += 1
+        }
+        return text
+    }
+
+    /// Formats `value` with `decimals` digits after the point (no Foundation).
+    static func fixed(_ value: Double, _ decimals: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let negative = value < 0
+        let scaled = (abs(value) * scale).rounded()
+        guard scaled < 9.0e18 else { return "\(value)" }
+        let units = UInt64(scaled)
+        let whole = units / UInt64(scale)
+        var fraction = String(units % UInt64(scale))
+        while fraction.count < decimals { fraction = "0" + fraction }
+        return (negative && units > 0 ? "-" : "") + "\(whole)" + (decimals > 0 ? ".\(fraction)" : "")
+    }
+
+    /// Writes `text` to `path`, creating or truncating it.
+    static func write(_ text: String, to path: String) throws(Errno) {
+        let raw = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard raw >= 0 else { throw Errno.current }
+        let fd = FileDescriptor(rawValue: raw)
+        defer { fd.close() }
+        try fd.writeAll(text)
+    }
+}

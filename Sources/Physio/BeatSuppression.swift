@@ -1,0 +1,15 @@
+/// Why a detected beat's interval was withheld. The engine prefers silence to a wrong interval (SPEC §9).
+public enum BeatSuppression: Sendable, Equatable {
+    /// Within the warm-up period after start or reset.
+    case warmingUp
+    /// The first beat after start, reset or a gap: there is no previous beat to measure from.
+    case noPreviousBeat
+    /// The accelerometer showed motion around the interval.
+    case motion
+    /// The interval lies outside the plausible range.
+    case implausible
+    /// The interval differs too much from recent ones (a missed or extra beat).
+    case irregular
+    /// One of the two pulses has an amplitude unlike recent pulses.
+    case pulseShape
+}

@@ -1,0 +1,17 @@
+/// A beat confirmed by ``IBIEngine``: its diastolic foot, and the interval that ends there when it passed every
+/// check.
+public struct DetectedBeat: Sendable, Equatable {
+    /// Time of the pulse's foot (the BVP trough before the systolic upstroke), seconds since 1970: the fiducial
+    /// Empatica's IBIs use.
+    public var time: Double
+    /// The inter-beat interval ending at this beat in seconds, or `nil` when it was withheld.
+    public var interval: Double?
+    /// Why the interval was withheld; `nil` when it was emitted.
+    public var suppression: BeatSuppression?
+
+    public init(time: Double, interval: Double?, suppression: BeatSuppression?) {
+        self.time = time
+        self.interval = interval
+        self.suppression = suppression
+    }
+}

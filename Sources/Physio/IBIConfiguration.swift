@@ -1,0 +1,44 @@
+/// Settings of ``IBIEngine``. The defaults suit an Empatica E4 (BVP 64 Hz, ACC 32 Hz at 64 counts per g) and any
+/// adult heart rate from 30 to 200 bpm; nothing here is tuned to one recording.
+public struct IBIConfiguration: Sendable, Equatable {
+    /// BVP sample rate in Hz.
+    public var bvpRate: Double = 64
+    /// ACC sample rate in Hz.
+    public var accRate: Double = 32
+    /// ACC counts per g (E4: 64, ±2 g range).
+    public var accCountsPerG: Double = 64
+    /// No IBI is emitted during this many seconds after start or ``IBIEngine/reset()``: the detector's levels
+    /// and the interval history settle first (EmpaLink: "an initialization period of about 20 seconds").
+    public var warmUp: Double = 20
+    /// Shortest plausible interval in seconds: 214 bpm, which leaves room for beat-to-beat variability at 200 bpm.
+    public var minimumInterval: Double = 0.28
+    /// Longest plausible interval in seconds (30 bpm).
+    public var maximumInterval: Double = 2.0
+    /// Largest relative difference between an interval and the median of recent intervals before it is called
+    /// irregular and withheld: a beat missed or doubled by an artefact changes the interval by 50 % or more,
+    /// while sinus variability between neighbouring beats stays well inside this.
+    public var maximumRelativeChange: Double = 0.2
+    /// Smallest pulse amplitude accepted, relative to the median of recent pulses.
+    public var minimumAmplitudeRatio: Double = 0.33
+    /// Largest pulse amplitude accepted, relative to the median of recent pulses.
+    public var maximumAmplitudeRatio: Double = 3.0
+    /// ACC motion index (g, root of the summed per-axis variances over ``motionWindow``) above which beats are
+    /// suppressed.
+    public var motionThreshold: Double = 0.5
+    /// ACC motion index (g) above which the arm is moving a little: beats are still measured, but only the
+    /// cleanest ones are emitted (tolerances scaled by ``mildMotionStrictness``), because that is when a
+    /// distorted pulse most often passes for a real one.
+    public var mildMotionThreshold: Double = 0.1
+    /// Factor (≤ 1) applied to ``maximumRelativeChange`` and to the amplitude ratio band in mild motion.
+    public var mildMotionStrictness: Double = 0.5
+    /// Length of the ACC window for the motion index, in seconds.
+    public var motionWindow: Double = 1.0
+    /// After motion, beats stay suppressed for this long (the PPG takes a moment to recover).
+    public var motionHoldoff: Double = 0.5
+    /// HR averages the valid intervals that ended in this many seconds before each 1 Hz tick.
+    public var heartRateWindow: Double = 10
+    /// A gap in BVP timestamps longer than this (seconds) restarts the beat chain: no interval spans it.
+    public var maximumGap: Double = 0.5
+
+    public init() {}
+}

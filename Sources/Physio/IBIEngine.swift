@@ -1,0 +1,164 @@
+/// The streaming inter-beat-interval engine: a causal beat detector on BVP, gated by accelerometer motion and a
+/// beat quality check, that emits each interval as soon as its ending beat is confirmed (SPEC §9).
+///
+/// The fiducial is the pulse's foot — the BVP trough before the systolic upstroke — which is where Empatica's own
+/// IBIs sit, so intervals are comparable with theirs. Detection follows the upstroke: the slope of a low-passed
+/// BVP crossing an adaptive fraction of recent upstroke slopes marks a pulse; when the slope turns negative (the
+/// systolic peak) the pulse is confirmed and its foot is the lowest raw sample just before the upstroke. An
+/// interval is emitted only when it is plausible, close to recent intervals and to the previous emitted one, both
+/// pulses look like recent pulses, the accelerometer was quiet, and the warm-up is over; otherwise the beat is
+/// reported with the reason it was withheld.
+///
+/// BVP polarity: systolic peaks positive (E4 exports and our live BVP, SPEC §6). Amplitude scale does not matter.
+/// Memory is fixed at `init`; ``appendBVP(_:at:)`` and ``appendACC(x:y:z:at:)`` never allocate.
+///
+/// ```swift
+/// var engine = IBIEngine()
+/// for (value, time) in bvp {
+///     let output = engine.appendBVP(value, at: time)
+///     if let ibi = output.interval { publish(ibi.time, ibi.seconds) }
+///     if let hr = output.heartRate { publish(hr.time, hr.beatsPerMinute) }
+/// }
+/// ```
+public struct IBIEngine: Sendable {
+    /// Detector phase between samples.
+    enum Phase: Sendable {
+        /// Waiting for the slope to cross the threshold.
+        case searching
+        /// In an upstroke; waiting for the systolic peak.
+        case rising
+    }
+
+    /// The settings this engine was made with.
+    public let configuration: IBIConfiguration
+
+    // Signal history: raw BVP and sample times, a few seconds.
+    var raw: FixedRing<Double>
+    var times: FixedRing<Double>
+    var lowPass: Biquad
+    var previousFiltered = 0.0
+
+    // Detector state.
+    var phase = Phase.searching
+    var slopeLevel = 0.0
+    let slopeDecay: Double
+    var maximumSlope = 0.0
+    var maximumSlopeIndex = 0
+    var lastUpstrokeIndex = Int.min / 2
+    var lastPeakIndex = Int.min / 2
+
+    // Beat chain and references.
+    var intervals: RecentMedian
+    var amplitudes: RecentMedian
+    /// Median of recent plausible intervals, refreshed when one is added (read every sample by the refractory).
+    var typicalInterval: Double?
+    var previousFootTime: Double?
+    var previousPulseOK = false
+    var previousEmitted: Double?
+
+    // Clocks.
+    var startTime: Double?
+    var lastTime = 0.0
+    var lastSecond = 0.0
+
+    var motion: MotionGate
+    var heartRate: HeartRateTracker
+
+    /// - Parameter configuration: sample rates and checks; see ``IBIConfiguration``.
+    public init(configuration: IBIConfiguration = IBIConfiguration()) {
+        self.configuration = configuration
+        let rate = configuration.bvpRate > 0 ? configuration.bvpRate : 64
+        let history = Int(4 * rate)
+        self.raw = FixedRing(minimumCapacity: history, filler: 0)
+        self.times = FixedRing(minimumCapacity: history, filler: 0)
+        self.lowPass = Biquad(lowPass: 5, sampleRate: rate)
+        // Once beats stop coming, the upstroke level forgets with a 1 s time constant so the detector recovers.
+        self.slopeDecay = 1 - 1 / rate
+        self.intervals = RecentMedian(window: 8)
+        self.amplitudes = RecentMedian(window: 8)
+        self.motion = MotionGate(configuration: configuration)
+        self.heartRate = HeartRateTracker(window: configuration.heartRateWindow)
+    }
+
+    /// Forgets everything, as after a reconnect: the next interval comes after a new warm-up.
+    public mutating func reset() {
+        self.raw.removeAll()
+        self.times.removeAll()
+        self.restartChain()
+        self.slopeLevel = 0
+        self.intervals.removeAll()
+        self.typicalInterval = nil
+        self.amplitudes.removeAll()
+        self.previousEmitted = nil
+        self.startTime = nil
+        self.motion.reset()
+        self.heartRate.reset()
+    }
+
+    /// Adds one accelerometer sample.
+    ///
+    /// - Parameters:
+    ///   - x: x axis in device counts (E4: 1/64 g); `y`, `z` likewise.
+    ///   - time: seconds since 1970.
+    public mutating func appendACC(x: Double, y: Double, z: Double, at time: Double) {
+        self.motion.append(x: x, y: y, z: z, at: time)
+    }
+
+    /// Adds one BVP sample and returns what it confirmed.
+    ///
+    /// - Parameters:
+    ///   - value: BVP, systolic peaks positive, any scale.
+    ///   - time: seconds since 1970; samples arrive in time order at ``IBIConfiguration/bvpRate``.
+    /// - Returns: a confirmed beat (with its interval when emitted) and a heart-rate tick when this sample
+    ///   crossed a whole second.
+    /// - Complexity: O(1) amortised; no allocation.
+    public mutating func appendBVP(_ value: Double, at time: Double) -> IBIEngineOutput {
+        var output = IBIEngineOutput()
+        guard value.isFinite, time.isFinite else { return output }
+        if self.startTime != nil {
+            let step = time - self.lastTime
+            if step <= 0 { return output }
+            if step > self.configuration.maximumGap {
+                // A gap (lost packets, reconnect without reset): no interval may span it.
+                self.raw.removeAll()
+                self.times.removeAll()
+                self.restartChain()
+            }
+        } else {
+            self.startTime = time
+            self.lastSecond = time.rounded(.down)
+        }
+        self.lastTime = time
+
+        let second = time.rounded(.down)
+        if second > self.lastSecond {
+            self.lastSecond = second
+            if let bpm = self.heartRate.heartRate(at: second) {
+                output.heartRate = HeartRateSample(time: second, beatsPerMinute: bpm)
+            }
+        }
+
+        if self.raw.total == 0 {
+            self.lowPass.prime(value)
+            self.previousFiltered = value
+        }
+        self.raw.append(value)
+        self.times.append(time)
+        let filtered = self.lowPass.process(value)
+        let slope = filtered - self.previousFiltered
+        self.previousFiltered = filtered
+        output.beat = self.detect(slope: slope, index: self.raw.total - 1)
+        return output
+    }
+
+    /// Starts a new beat chain (after a gap or reset) while keeping learned references.
+    mutating func restartChain() {
+        self.lowPass = Biquad(lowPass: 5, sampleRate: self.configuration.bvpRate > 0 ? self.configuration.bvpRate : 64)
+        self.phase = .searching
+        self.maximumSlope = 0
+        self.lastUpstrokeIndex = Int.min / 2
+        self.lastPeakIndex = Int.min / 2
+        self.previousFootTime = nil
+        self.previousPulseOK = false
+    }
+}

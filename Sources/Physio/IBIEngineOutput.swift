@@ -1,0 +1,19 @@
+/// What one BVP sample produced: at most one confirmed beat and at most one heart-rate tick. A plain value, so the
+/// per-sample path hands results back without allocating.
+public struct IBIEngineOutput: Sendable, Equatable {
+    /// A beat confirmed by this sample, with or without an interval.
+    public var beat: DetectedBeat?
+    /// A heart-rate value when this sample crossed a whole second and enough valid intervals were recent.
+    public var heartRate: HeartRateSample?
+
+    public init(beat: DetectedBeat? = nil, heartRate: HeartRateSample? = nil) {
+        self.beat = beat
+        self.heartRate = heartRate
+    }
+
+    /// The emitted inter-beat interval (`didReceiveIBI`, MQTT `ibi`): the beat's time and the interval in seconds.
+    public var interval: (time: Double, seconds: Double)? {
+        guard let beat = self.beat, let seconds = beat.interval else { return nil }
+        return (beat.time, seconds)
+    }
+}

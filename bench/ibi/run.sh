@@ -1,0 +1,23 @@
+#!/bin/bash
+# make bench-ibi: our engine (empalinkctl ibi), NeuroKit2 and HeartPy on the real E4 recording and on synthetic
+# recordings with exact truth, all scored by ../shared/tools/eval_ibi.py; prints the tables for Docs/ibi.md.
+set -euo pipefail
+BIN=${1:-.build/debug}
+PY=${PY:-.venv/bin/python}
+DATA=${DATA:-../shared/data/e4-msr2023}
+EVAL=${EVAL:-../shared/tools/eval_ibi.py}
+OUT=${OUT:-.build/bench-ibi}
+mkdir -p "$OUT/real" "$OUT/synth"
+"$BIN/empalinkctl" ibi --bvp "$DATA/BVP.csv" --acc "$DATA/ACC.csv" --out "$OUT/real/empalink.csv"
+"$PY" bench/ibi/peers.py --bvp "$DATA/BVP.csv" --outdir "$OUT/real"
+"$PY" "$EVAL" --bvp "$DATA/BVP.csv" --acc "$DATA/ACC.csv" --ref "$DATA/IBI.csv" --hr "$DATA/HR.csv" --tol 0.1 \
+    --detections "$OUT/real/empalink.csv" "$OUT/real/neurokit2.csv" "$OUT/real/heartpy.csv" \
+    --json "$OUT/real/scores.json" > "$OUT/real/report.txt"
+"$PY" bench/ibi/synth.py --outdir "$OUT/synth/data"
+for d in "$OUT"/synth/data/*/; do
+    name=$(basename "$d")
+    mkdir -p "$OUT/synth/$name"
+    "$BIN/empalinkctl" ibi --bvp "$d/BVP.csv" --acc "$d/ACC.csv" --beats "$OUT/synth/$name/empalink.csv" >/dev/null
+    "$PY" bench/ibi/peers.py --bvp "$d/BVP.csv" --outdir "$OUT/synth/$name"
+done
+"$PY" bench/ibi/table.py --out "$OUT" --eval "$EVAL"
