@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "CLinux.h"
 
 int clinux_open(const char *path, int flags, mode_t mode) {
@@ -6,4 +7,16 @@ int clinux_open(const char *path, int flags, mode_t mode) {
 
 int clinux_fcntl_int(int fd, int cmd, int arg) {
     return fcntl(fd, cmd, arg);
+}
+
+int clinux_fcntl_get(int fd, int cmd) {
+    return fcntl(fd, cmd);
+}
+
+int clinux_pipe2(int fds[2], int flags) {
+    return pipe2(fds, flags);
+}
+
+int clinux_set_thread_name(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
 }

@@ -4,13 +4,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /// `open(2)` without the variadic mode argument (Swift cannot call variadic C functions).
@@ -19,5 +23,69 @@ int clinux_open(const char *path, int flags, mode_t mode);
 /// `fcntl(fd, cmd, arg)` with an int argument.
 int clinux_fcntl_int(int fd, int cmd, int arg);
 
+/// `fcntl(fd, cmd)` without an argument (F_GETFL, F_GETFD).
+int clinux_fcntl_get(int fd, int cmd);
+
+/// `pipe2(2)` (a GNU extension, hidden from Swift's Glibc module).
+int clinux_pipe2(int fds[2], int flags);
+
+/// `pthread_setname_np(3)` (a GNU extension) for the calling thread; `name` at most 15 bytes.
+int clinux_set_thread_name(const char *name);
+
 /// The calling thread's errno.
 static inline int clinux_errno(void) { return errno; }
+
+// epoll's event bits are enum constants re-#defined as themselves, which Swift imports awkwardly; and
+// `struct epoll_event` is packed on x86_64. Constants and accessors here keep Swift away from both.
+static const uint32_t CLINUX_EPOLLIN = EPOLLIN;
+static const uint32_t CLINUX_EPOLLOUT = EPOLLOUT;
+static const uint32_t CLINUX_EPOLLERR = EPOLLERR;
+static const uint32_t CLINUX_EPOLLHUP = EPOLLHUP;
+static const uint32_t CLINUX_EPOLLRDHUP = EPOLLRDHUP;
+static const uint32_t CLINUX_EPOLLPRI = EPOLLPRI;
+
+/// `epoll_ctl` with the event built here, carrying `token` in `data.u64`.
+static inline int clinux_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof(event));
+    event.events = events;
+    event.data.u64 = token;
+    return epoll_ctl(epfd, op, fd, &event);
+}
+
+/// The size of one `struct epoll_event` as C lays it out (12 bytes on x86_64, 16 elsewhere).
+static inline size_t clinux_epoll_event_size(void) { return sizeof(struct epoll_event); }
+
+/// The event bits of `events[index]`.
+static inline uint32_t clinux_epoll_event_bits(const struct epoll_event *events, int index) {
+    return events[index].events;
+}
+
+/// The token (`data.u64`) of `events[index]`.
+static inline uint64_t clinux_epoll_event_token(const struct epoll_event *events, int index) {
+    return events[index].data.u64;
+}
+
+/// Arms (`nanoseconds` > 0) or disarms (0) a timerfd at an absolute `CLOCK_MONOTONIC` time, one-shot.
+static inline int clinux_timerfd_arm_absolute(int fd, uint64_t nanoseconds) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof(spec));
+    spec.it_value.tv_sec = (time_t)(nanoseconds / 1000000000ull);
+    spec.it_value.tv_nsec = (long)(nanoseconds % 1000000000ull);
+    return timerfd_settime(fd, nanoseconds == 0 ? 0 : TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds.
+static inline uint64_t clinux_monotonic_nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+/// The size of one `struct signalfd_siginfo` (128 bytes).
+static inline size_t clinux_signalfd_siginfo_size(void) { return sizeof(struct signalfd_siginfo); }
+
+/// The signal number in a `struct signalfd_siginfo` read from a signalfd.
+static inline int clinux_signalfd_siginfo_signo(const void *info) {
+    return (int)((const struct signalfd_siginfo *)info)->ssi_signo;
+}
