@@ -32,6 +32,8 @@ let package = Package(
         // Thin, typed wrappers over POSIX: file descriptors, errno, files.
         .target(name: "Posix", dependencies: ["CLinux"], swiftSettings: strict),
         .target(name: "EventLoop", dependencies: ["CLinux", "Posix"], swiftSettings: strict),
+        // Safe Swift over libdbus, driven by the event loop.
+        .target(name: "DBus", dependencies: ["CDBus", "EventLoop", "Posix"], swiftSettings: strict),
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
@@ -52,6 +54,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl"], swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
