@@ -38,6 +38,8 @@ public enum ConfigValidator {
         struct Wristband {
             var values: [String: TOMLValue]
             var position: SourcePosition
+            /// Whether `serial` or `address` was written at all (an invalid one is reported on its own).
+            var namesIdentity: Bool
         }
 
         init(environment: ConfigEnvironment) {
@@ -82,7 +84,8 @@ public enum ConfigValidator {
                 }
                 var into: [String: TOMLValue] = [:]
                 self.table(table, path: "wristband", into: &into)
-                self.wristbands.append(Wristband(values: into, position: item.position))
+                let namesIdentity = table.entry("serial") != nil || table.entry("address") != nil
+                self.wristbands.append(Wristband(values: into, position: item.position, namesIdentity: namesIdentity))
             }
         }
 
@@ -294,7 +297,7 @@ public enum ConfigValidator {
                 }
                 switch (serial?.kind, derived) {
                 case (nil, nil):
-                    if address == nil {
+                    if !band.namesIdentity {
                         self.error("\(label): needs a serial or an address", at: band.position)
                     }
                     continue
