@@ -235,7 +235,16 @@ extension MQTTClient {
         {
             return MQTTError(.tls, "TLS: " + MQTTClient.openSSLReason(self.lastLibraryError), reasonCode: result)
         }
+        if result >= 0x80 {
+            // An MQTT 5 DISCONNECT from the broker: libmosquitto passes its reason code.
+            let text = mosquitto_reason_string(result).map { String(cString: $0) } ?? "reason code \(result)"
+            return MQTTError(
+                .connectionLost, "disconnected by the broker: \(MQTTError.sentenceFragment(text))", reasonCode: result
+            )
+        }
         switch result {
+        case CInt(MOSQ_ERR_SUCCESS.rawValue):
+            return MQTTError(.connectionLost, "connection lost: the broker closed the connection", reasonCode: result)
         case CInt(MOSQ_ERR_ERRNO.rawValue):
             let reason = self.disconnectErrno == 0 ? "socket error" : Errno(rawValue: self.disconnectErrno).description
             let verb = self.state == .connected ? "connection lost" : "cannot connect"
@@ -278,7 +287,8 @@ extension MQTTClient {
 
     static func seconds(_ duration: Duration) -> String {
         let milliseconds = duration.saturatingMilliseconds
-        return "\(milliseconds / 1000).\(String(milliseconds % 1000 / 100)) s"
+        if milliseconds < 1000 { return "\(milliseconds) ms" }
+        return "\(milliseconds / 1000).\(milliseconds % 1000 / 100) s"
     }
 }
 

@@ -210,6 +210,18 @@ import Testing
         }
         try loop.runForTest()
         #expect(acknowledgedLater)
+
+        // Outside libmosquitto's callbacks a QoS 0 message is written during the publish call itself: its
+        // outcome still arrives once, after `publish` has returned its id.
+        var qos0Outcomes: [(Int32, MQTTPublishOutcome)] = []
+        var returnedID: Int32 = -1
+        publisher.onAcknowledgement = { mid, outcome in qos0Outcomes.append((mid, outcome)) }
+        returnedID = try publisher.publish(topic: "test/inflight", payload: [10], qos: 0)
+        try loop.run(for: .milliseconds(100))
+        #expect(qos0Outcomes.count == 1)
+        #expect(qos0Outcomes.first?.0 == returnedID)
+        #expect(qos0Outcomes.first?.1 == .sent)
+        #expect(publisher.inflightCount == 0)
     }
 
     @Test func oversizedPayloadIsRefusedBeforeSending() throws {

@@ -131,6 +131,33 @@ import Testing
         #expect(echoed.map(\.text) == ["back"])
     }
 
+    @Test func lostConnectionIsReportedAndARetryScheduled() throws {
+        let broker = try TestBroker()
+        let loop = try EventLoop()
+        defer { loop.close() }
+        let (logger, logs) = Logger.test()
+        var options = MQTTClient.Options.test(broker, "same-id")
+        options.reconnectInitial = .seconds(30)  // stay down, so the report is not overtaken by a retry
+        let first = try MQTTClient(options: options, eventLoop: loop, logger: logger)
+        let second = try MQTTClient(options: options, eventLoop: loop, logger: logger)
+        defer {
+            first.close()
+            second.close()
+        }
+        let firstEvents = EventRecorder()
+        firstEvents.attach(to: first)
+        firstEvents.onConnect = { try? second.start() }
+        firstEvents.onDisconnect = { _ in loop.stop() }
+        try first.start()
+        try loop.runForTest()
+        // mosquitto 2.0.11 closes the socket without a DISCONNECT packet; later brokers send reason 0x8E.
+        let accepted = ["connection lost: the broker closed the connection", "disconnected by the broker: session taken over"]
+        #expect(firstEvents.errors.count == 1)
+        #expect(firstEvents.errors.allSatisfy { accepted.contains($0.message) }, "\(logs.events.map(\.message))")
+        #expect(firstEvents.retryDelays.count == 1)
+        #expect(first.state == .waitingToReconnect)
+    }
+
     @Test func unreachableBrokerIsReportedAndRetried() throws {
         let port = try freeLoopbackPort()
         let loop = try EventLoop()
