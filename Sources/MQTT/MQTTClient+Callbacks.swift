@@ -27,6 +27,19 @@ extension MQTTClient {
             let qos = count > 0 && granted != nil ? Int(granted![0]) : -1
             client.subscribeCallbacks.removeValue(forKey: mid)?(qos)
         }
+        self.setLibraryLog(handle, enabled: true)
+    }
+
+    /// Turns libmosquitto's log callback on or off.
+    ///
+    /// While a callback is set libmosquitto formats every log line (one per packet) into a `malloc`ed buffer, so
+    /// it is on only while connecting (where OpenSSL's reason for a failed handshake arrives only through the
+    /// log) or when the logger wants `debug`.
+    func setLibraryLog(_ handle: OpaquePointer, enabled: Bool) {
+        guard enabled else {
+            mosquitto_log_callback_set(handle, nil)
+            return
+        }
         mosquitto_log_callback_set(handle) { _, userData, level, text in
             guard let client = MQTTClient.from(userData), let text else { return }
             client.didLog(level: level, text: text)
@@ -49,6 +62,9 @@ extension MQTTClient {
         self.failedAttempts = 0
         self.connectionCount += 1
         self.logger.info("connected to \(self.options.host):\(self.options.port)")
+        if let handle = self.handle, !self.logger.isEnabled(.debug) {
+            self.setLibraryLog(handle, enabled: false)
+        }
         for subscription in self.subscriptions {
             let result = mosquitto_subscribe(self.handle, nil, subscription.topic, CInt(subscription.qos))
             if result != MOSQ_ERR_SUCCESS.rawValue {

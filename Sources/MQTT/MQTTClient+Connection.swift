@@ -67,6 +67,7 @@ extension MQTTClient {
         self.disconnectReported = false
         // libmosquitto closes its old socket and may get the same number back: forget the old registration.
         self.dropRegistration()
+        if let handle = self.handle { self.setLibraryLog(handle, enabled: true) }
         let options = self.options
         let result = self.callLibrary { handle in
             if self.connectInitialised {
