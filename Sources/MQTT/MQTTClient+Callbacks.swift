@@ -24,7 +24,7 @@ extension MQTTClient {
         }
         mosquitto_subscribe_v5_callback_set(handle) { _, userData, mid, count, granted, _ in
             guard let client = MQTTClient.from(userData) else { return }
-            let qos = count > 0 && granted != nil ? Int(granted![0]) : -1
+            let qos = count > 0 ? granted.map { Int($0[0]) } ?? -1 : -1
             client.subscribeCallbacks.removeValue(forKey: mid)?(qos)
         }
         self.setLibraryLog(handle, enabled: true)

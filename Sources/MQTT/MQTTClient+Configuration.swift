@@ -45,7 +45,8 @@ extension MQTTClient {
         if tls.caFile == nil && tls.caPath == nil {
             _ = mosquitto_int_option(handle, MOSQ_OPT_TLS_USE_OS_CERTS, 1)
         }
-        for (key, path) in [("tls.ca_file", tls.caFile), ("tls.cert_file", tls.certFile), ("tls.key_file", tls.keyFile)] {
+        let files = [("tls.ca_file", tls.caFile), ("tls.cert_file", tls.certFile), ("tls.key_file", tls.keyFile)]
+        for (key, path) in files {
             if let path, access(path, R_OK) != 0 {
                 throw MQTTError(.tls, "TLS: mqtt.\(key) \(path): cannot read: \(String(cString: strerror(errno)))")
             }

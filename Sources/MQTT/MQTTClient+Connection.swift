@@ -52,6 +52,11 @@ extension MQTTClient {
 
     func finishDisconnect() {
         self.dropRegistration()
+        if let timer = self.miscTimer {
+            // An idle client needs no wake-ups; ``start()`` re-arms it.
+            self.eventLoop.cancel(timer)
+            self.miscTimer = nil
+        }
         self.failUnsentQoS0()
         self.state = .idle
         self.logger.info("disconnected from \(self.options.host):\(self.options.port)")
@@ -73,7 +78,9 @@ extension MQTTClient {
             if self.connectInitialised {
                 return mosquitto_reconnect_async(handle)
             }
-            return mosquitto_connect_bind_async(handle, options.host, CInt(options.port), CInt(options.keepaliveSeconds), nil)
+            return mosquitto_connect_bind_async(
+                handle, options.host, CInt(options.port), CInt(options.keepaliveSeconds), nil
+            )
         }
         let savedErrno = errno
         guard self.handle != nil, self.state == .connecting else { return }

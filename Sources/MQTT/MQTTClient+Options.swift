@@ -3,7 +3,7 @@ import Posix
 
 extension MQTTClient {
     /// Everything an ``MQTTClient`` needs to connect, fixed for the client's life.
-    public struct Options: Sendable {
+    public struct Options: Sendable, CustomStringConvertible {
         /// Broker host name or IP literal. Resolved with `getaddrinfo` on the loop thread at every attempt:
         /// an IP literal or a name in `/etc/hosts` (`localhost`) answers at once, a DNS name can block.
         public var host: String
@@ -111,6 +111,18 @@ extension MQTTClient {
                 throw MQTTError(.configuration, "mqtt.password_file \(path): the first line is empty")
             }
             return String(decoding: line, as: UTF8.self)
+        }
+
+        /// The options as one line for logs; the password is never shown.
+        public var description: String {
+            var parts = ["\(self.host):\(self.port)", "client_id=\(self.clientID)", "protocol=\(self.protocolVersion)"]
+            if let username = self.username { parts.append("username=\(username)") }
+            if self.password != nil { parts.append("password=<redacted>") }
+            if let tls = self.tls { parts.append(tls.insecure ? "tls=insecure" : "tls=verify") }
+            if let will = self.will { parts.append("will=\(will.topic)") }
+            parts.append("keepalive=\(self.keepaliveSeconds)s")
+            parts.append("max_inflight=\(self.maxInflight)")
+            return parts.joined(separator: " ")
         }
     }
 

@@ -62,7 +62,8 @@ extension MQTTClient {
         self.publishedCount += 1
         let entry = PendingPublish(qos: UInt8(qos), callback: onAck)
         if let early = self.earlyOutcomes.first(where: { $0.mid == mid }) {
-            self.report(mid: mid, entry: entry, outcome: MQTTClient.outcome(qos: entry.qos, reasonCode: early.reasonCode))
+            let outcome = MQTTClient.outcome(qos: entry.qos, reasonCode: early.reasonCode)
+            self.report(mid: mid, entry: entry, outcome: outcome)
         } else {
             self.pending[mid] = entry
         }

@@ -11,7 +11,9 @@ import Testing
         let loop = try EventLoop()
         defer { loop.close() }
         let (logger, logs) = Logger.test()
-        let subscriber = try MQTTClient(options: .test(broker, "sub", version: version), eventLoop: loop, logger: logger)
+        let subscriber = try MQTTClient(
+            options: .test(broker, "sub", version: version), eventLoop: loop, logger: logger
+        )
         let publisher = try MQTTClient(options: .test(broker, "pub", version: version), eventLoop: loop, logger: logger)
         defer {
             subscriber.close()

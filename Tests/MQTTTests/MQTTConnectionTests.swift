@@ -131,6 +131,40 @@ import Testing
         #expect(echoed.map(\.text) == ["back"])
     }
 
+    @Test func unacknowledgedMessagesAreResentAfterReconnectAndAcknowledgedOnce() throws {
+        let broker = try TestBroker()
+        let loop = try EventLoop()
+        defer { loop.close() }
+        let (logger, logs) = Logger.test()
+        let client = try MQTTClient(options: .test(broker, "agent"), eventLoop: loop, logger: logger)
+        defer { client.close() }
+        let events = EventRecorder()
+        events.attach(to: client)
+        events.onConnect = { loop.stop() }
+        try client.start()
+        try loop.runForTest()
+
+        // A frozen broker takes the bytes but never acknowledges; killed, it loses them.
+        broker.send(SIGSTOP)
+        var outcomes: [Int: [MQTTPublishOutcome]] = [:]
+        for qos in 1...2 {
+            try client.publish(topic: "test/resend", payload: [UInt8(qos)], qos: qos) { outcome in
+                outcomes[qos, default: []].append(outcome)
+                if outcomes.count == 2 { loop.stop() }
+            }
+        }
+        try loop.run(for: .milliseconds(100))
+        #expect(client.inflightCount == 2)
+        broker.send(SIGKILL)
+        try broker.start()
+        try loop.runForTest()
+        try loop.run(for: .milliseconds(200))
+        #expect(outcomes[1]?.count == 1 && outcomes[1]?.first?.isDelivered == true, "\(logs.events.map(\.message))")
+        #expect(outcomes[2]?.count == 1 && outcomes[2]?.first?.isDelivered == true)
+        #expect(client.inflightCount == 0)
+        #expect(events.connectedCount == 2)
+    }
+
     @Test func lostConnectionIsReportedAndARetryScheduled() throws {
         let broker = try TestBroker()
         let loop = try EventLoop()
@@ -151,7 +185,9 @@ import Testing
         try first.start()
         try loop.runForTest()
         // mosquitto 2.0.11 closes the socket without a DISCONNECT packet; later brokers send reason 0x8E.
-        let accepted = ["connection lost: the broker closed the connection", "disconnected by the broker: session taken over"]
+        let accepted = [
+            "connection lost: the broker closed the connection", "disconnected by the broker: session taken over",
+        ]
         #expect(firstEvents.errors.count == 1)
         #expect(firstEvents.errors.allSatisfy { accepted.contains($0.message) }, "\(logs.events.map(\.message))")
         #expect(firstEvents.retryDelays.count == 1)
@@ -175,7 +211,7 @@ import Testing
         }
         try client.start()
         try loop.runForTest()
-        #expect(events.errors.map(\.message) == ["cannot connect: Connection refused", "cannot connect: Connection refused"])
+        #expect(events.errors.map(\.message) == Array(repeating: "cannot connect: Connection refused", count: 2))
         #expect(events.events.last == .disconnected(error: nil, retryIn: nil))
     }
 
@@ -242,6 +278,13 @@ import Testing
             good.close()
             bad.close()
         }
+    }
+
+    @Test func optionsDescriptionNeverShowsThePassword() {
+        let options = MQTTClient.Options(clientID: "edge-a1", username: "edge", password: "hunter2")
+        #expect(!options.description.contains("hunter2"))
+        #expect(options.description.contains("password=<redacted>"))
+        #expect(options.description.contains("username=edge"))
     }
 
     @Test func unreadablePasswordFileIsAClearError() throws {
@@ -334,7 +377,8 @@ import Testing
         #expect {
             _ = try MQTTClient(options: options, eventLoop: loop, logger: Logger.test().0)
         } throws: { error in
-            (error as? MQTTError)?.message == "TLS: mqtt.tls.ca_file /nonexistent/ca.crt: cannot read: No such file or directory"
+            (error as? MQTTError)?.message
+                == "TLS: mqtt.tls.ca_file /nonexistent/ca.crt: cannot read: No such file or directory"
         }
     }
 }

@@ -57,6 +57,17 @@ final class TestBroker {
         endProcess(pid)
     }
 
+    /// Sends `signal` to the broker (SIGSTOP to freeze it, SIGKILL to make it vanish); SIGKILL also reaps it.
+    func send(_ signal: CInt) {
+        guard let pid = self.pid else { return }
+        kill(pid, signal)
+        if signal == SIGKILL {
+            var status: CInt = 0
+            _ = waitpid(pid, &status, 0)
+            self.pid = nil
+        }
+    }
+
     /// The broker's log, for failure messages.
     var log: String {
         let files = ["/mosquitto.log", "/stdout.log"]
