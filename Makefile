@@ -11,7 +11,7 @@ BIN          := $(shell pwd)/.build/$(CONFIG)
 
 # Everything the build, the tests and the demo need from Debian.
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
-                dbus mosquitto mosquitto-clients python3-venv
+                dbus mosquitto mosquitto-clients openssl python3-venv
 
 .PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean
 

@@ -35,6 +35,10 @@ let package = Package(
         // Safe Swift over libdbus, driven by the event loop.
         .target(name: "DBus", dependencies: ["CDBus", "EventLoop", "Posix"], swiftSettings: strict),
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
+        // libmosquitto on the event loop: connect, TLS, will, QoS, acknowledgements.
+        .target(
+            name: "MQTT", dependencies: ["CMosquitto", "EventLoop", "Posix", "Logging", "Config"], swiftSettings: strict
+        ),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
         // Pure: the E4 GATT profile, packet decoders and encoders, capture format (SPEC §6). No C, no I/O.
@@ -57,6 +61,8 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "Config"],
+                    swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
     ]
 )
