@@ -36,6 +36,9 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus", "EventLoop", "Posix"], swiftSettings: strict),
         // BlueZ client: object cache, discovery, devices, GATT, notification streams.
         .target(name: "BlueZ", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
+        // The EmpaLink SDK's API on Linux (SPEC §7): authentication, discovery, devices, streams.
+        .target(name: "EmpaLink", dependencies: ["BlueZ", "E4", "Physio", "Config", "CCrypto", "EventLoop", "Posix"],
+                swiftSettings: strict),
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
@@ -54,6 +57,7 @@ let package = Package(
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
 
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
+        .testTarget(name: "EmpaLinkTests", dependencies: ["EmpaLink", "Config"], swiftSettings: strict),
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl"], swiftSettings: strict),
