@@ -100,7 +100,7 @@ extension Keyring {
         return Entry(digest: digest, devices: devices, expires: expires)
     }
 
-    static func bytes(fromHex text: String) -> [UInt8]? {
+    public static func bytes(fromHex text: String) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { return nil }
         var out: [UInt8] = []

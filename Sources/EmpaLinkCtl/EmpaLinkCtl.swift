@@ -5,6 +5,7 @@ import Posix
 public enum EmpaLinkCtl {
     /// Every subcommand, in the order `--help` lists them.
     public static var commands: [any CtlCommand.Type] {[
+        KeyCommand.self,
         TOMLDecodeCommand.self,
         ConfigReferenceCommand.self,
         IBICommand.self,
