@@ -152,76 +152,39 @@ extension EmpaticaDeviceManager {
     func receive(_ stream: E4Stream, _ bytes: UnsafeRawBufferPointer) {
         self.counters.notifications &+= 1
         let arrival = Self.now()
-        switch stream {
-        case .bvp: self.receiveBVP(bytes, arrival: arrival)
-        case .acc: self.receiveACC(bytes, arrival: arrival)
-        case .gsr:
-            guard let continuity = try? self.decoding.gsr.decode(bytes, into: &self.decoding.gsrPacket) else { return }
-            let t0 = self.decoding.gsrClock.firstSampleTime(count: E4GSR.samplesPerPacket, arrival: arrival,
-                                                            lostPackets: continuity.lostPackets,
-                                                            restart: continuity.isRestart)
-            self.decoding.gsrPacket.microsiemens.span.withUnsafeBufferPointer { values in
-                self.delegate?.didReceiveSamples(.gsr, values: values, t0: t0, fs: 4, from: self)
-            }
-        case .temp:
-            guard let continuity = try? self.decoding.temperature.decode(bytes, into: &self.decoding.temperaturePacket)
-            else { return }
-            let t0 = self.decoding.temperatureClock.firstSampleTime(
-                count: E4Temperature.samplesPerPacket, arrival: arrival, lostPackets: continuity.lostPackets,
-                restart: continuity.isRestart)
-            self.decoding.temperaturePacket.celsius.span.withUnsafeBufferPointer { values in
-                self.delegate?.didReceiveSamples(.temp, values: values, t0: t0, fs: 4, from: self)
-            }
-        case .battery:
-            guard let reading = try? self.decoding.battery.decode(bytes) else { return }
-            self.batteryLevel = reading.level
-            self.delegate?.didReceiveBatteryLevel(reading.level, timestamp: arrival, from: self)
-        case .tag:
-            guard let event = try? self.decoding.control.decode(bytes), event == .tag else { return }
-            self.delegate?.didReceiveTag(at: arrival, from: self)
-        }
+        self.rawTap?(stream, bytes, arrival)
+        var sink = DelegateSink(device: self)
+        self.decoding.receive(stream, bytes, arrival: arrival, into: &sink)
+    }
+}
+
+/// Forwards decoded data to the device's delegate.
+struct DelegateSink: DecodedStreamSink {
+    unowned let device: EmpaticaDeviceManager
+
+    func samples(_ stream: SampledStream, _ values: UnsafeBufferPointer<Float>, t0: Double, fs: Double) {
+        self.device.delegate?.didReceiveSamples(stream, values: values, t0: t0, fs: fs, from: self.device)
     }
 
-    func receiveBVP(_ bytes: UnsafeRawBufferPointer, arrival: Double) {
-        guard let continuity = try? self.decoding.bvp.decode(bytes, into: &self.decoding.bvpPacket) else { return }
-        // Lost packets move the sample clock forward; the IBI engine sees the time gap and starts a new beat
-        // chain, so no interval spans missing data.
-        let count = E4BVP.samplesPerPacket
-        let t0 = self.decoding.bvpClock.firstSampleTime(count: count, arrival: arrival,
-                                                        lostPackets: continuity.lostPackets,
-                                                        restart: continuity.isRestart)
-        self.decoding.bvpPacket.value.span.withUnsafeBufferPointer { values in
-            self.delegate?.didReceiveSamples(.bvp, values: values, t0: t0, fs: 64, from: self)
-        }
-        for index in 0..<count {
-            let time = t0 + Double(index) / 64
-            let output = self.decoding.ibi.appendBVP(Double(self.decoding.bvpPacket.value[index]), at: time)
-            if let interval = output.interval {
-                self.delegate?.didReceiveIBI(Float(interval.seconds), timestamp: interval.time, from: self)
-            }
-            if let rate = output.heartRate {
-                self.delegate?.didReceiveHeartRate(Float(rate.beatsPerMinute), timestamp: rate.time, from: self)
-            }
-        }
+    func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
+                      t0: Double, fs: Double) {
+        self.device.delegate?.didReceiveAccelerationSamples(x: x, y: y, z: z, t0: t0, fs: fs, from: self.device)
     }
 
-    func receiveACC(_ bytes: UnsafeRawBufferPointer, arrival: Double) {
-        guard let continuity = try? self.decoding.acc.decode(bytes, into: &self.decoding.accPacket) else { return }
-        let count = E4ACC.samplesPerPacket
-        let t0 = self.decoding.accClock.firstSampleTime(count: count, arrival: arrival,
-                                                        lostPackets: continuity.lostPackets,
-                                                        restart: continuity.isRestart)
-        let packet = self.decoding.accPacket
-        packet.x.span.withUnsafeBufferPointer { x in
-            packet.y.span.withUnsafeBufferPointer { y in
-                packet.z.span.withUnsafeBufferPointer { z in
-                    self.delegate?.didReceiveAccelerationSamples(x: x, y: y, z: z, t0: t0, fs: 32, from: self)
-                }
-            }
-        }
-        for index in 0..<count {
-            self.decoding.ibi.appendACC(x: Double(packet.x[index]), y: Double(packet.y[index]),
-                                        z: Double(packet.z[index]), at: t0 + Double(index) / 32)
-        }
+    func ibi(_ seconds: Float, at time: Double) {
+        self.device.delegate?.didReceiveIBI(seconds, timestamp: time, from: self.device)
+    }
+
+    func heartRate(_ bpm: Float, at time: Double) {
+        self.device.delegate?.didReceiveHeartRate(bpm, timestamp: time, from: self.device)
+    }
+
+    func battery(_ level: Float, at time: Double) {
+        self.device.batteryLevel = level
+        self.device.delegate?.didReceiveBatteryLevel(level, timestamp: time, from: self.device)
+    }
+
+    func tag(at time: Double) {
+        self.device.delegate?.didReceiveTag(at: time, from: self.device)
     }
 }

@@ -54,6 +54,8 @@ public final class EmpaticaDeviceManager {
     public internal(set) var lastError: EmpaLinkError?
 
     weak var delegate: (any EmpaticaDeviceDelegate)?
+    /// Sees every raw notification with its arrival time before it is decoded (`empalinkctl capture`).
+    public var rawTap: ((E4Stream, UnsafeRawBufferPointer, Double) -> Void)?
     var options = ConnectOptions()
     /// `connect` was called and `disconnect` was not.
     var wantsConnection = false
