@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "empalinkd", targets: ["empalinkd"]),
         .executable(name: "empalinkctl", targets: ["empalinkctl"]),
         .executable(name: "empalink-bench", targets: ["empalink-bench"]),
+        .executable(name: "empalink-sim", targets: ["empalink-sim"]),
     ],
     targets: [
         // C libraries from Debian, one module map each.
@@ -53,6 +54,11 @@ let package = Package(
         .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
                                                    "EventLoop", "Agent", "CCrypto"], swiftSettings: strict),
 
+        // A BlueZ-compatible D-Bus service with simulated wristbands (SPEC §13).
+        .target(name: "Simulator", dependencies: ["DBus", "E4", "Config", "EventLoop", "Logging", "Posix"],
+                swiftSettings: strict),
+        .executableTarget(name: "empalink-sim", dependencies: ["Simulator"], swiftSettings: strict),
+
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
@@ -63,6 +69,8 @@ let package = Package(
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl"], swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "DBus", "E4", "EventLoop", "Posix"],
+                    swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
