@@ -146,6 +146,8 @@ public final class EmpaticaAPI {
         case .interfacesAdded(let path, let interfaces):
             if interfaces.contains(BlueZNames.device) {
                 self.deviceChanged(path)
+                // A wristband we want that BlueZ forgot (restart, out of range) is back: connect it again.
+                self.devicesByPath[path]?.objectsChanged()
             } else if interfaces.contains(BlueZNames.adapter) {
                 self.updateStatus()
                 self.reconcileDiscovery()
