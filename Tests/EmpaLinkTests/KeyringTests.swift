@@ -54,7 +54,7 @@ import Testing
         ("[[key]]\nsha256 = \"\(String(repeating: "a", count: 64))\"\ndevices = [\"*\"]\nowner = \"x\"\n",
          "unknown key \"owner\""),
         ("keys = 1\n", "unknown key \"keys\""),
-        ("[[key]\n", ""),
+        ("[[key]\n", "]]"),
     ])
     func malformedKeyringsAreClearErrors(text: String, fragment: String) {
         do {
