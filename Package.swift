@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "empalinkd", targets: ["empalinkd"]),
         .executable(name: "empalinkctl", targets: ["empalinkctl"]),
         .executable(name: "empalink-bench", targets: ["empalink-bench"]),
+        .executable(name: "empalink-sim", targets: ["empalink-sim"]),
     ],
     targets: [
         // C libraries from Debian, one module map each.
@@ -34,6 +35,11 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLinux", "Posix"], swiftSettings: strict),
         // Safe Swift over libdbus, driven by the event loop.
         .target(name: "DBus", dependencies: ["CDBus", "EventLoop", "Posix"], swiftSettings: strict),
+        // BlueZ client: object cache, discovery, devices, GATT, notification streams.
+        .target(name: "BlueZ", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
+        // The EmpaLink SDK's API on Linux (SPEC §7): authentication, discovery, devices, streams.
+        .target(name: "EmpaLink", dependencies: ["BlueZ", "E4", "Physio", "Config", "CCrypto", "EventLoop", "Posix"],
+                swiftSettings: strict),
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // libmosquitto on the event loop: connect, TLS, will, QoS, acknowledgements.
         .target(
@@ -49,16 +55,29 @@ let package = Package(
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging"], swiftSettings: strict),
         // The operator tool's subcommands.
-        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix"], swiftSettings: strict),
+        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
+                                                   "EventLoop", "Agent", "CCrypto"], swiftSettings: strict),
+
+        // A BlueZ-compatible D-Bus service with simulated wristbands (SPEC §13).
+        .target(name: "Simulator", dependencies: ["DBus", "E4", "Config", "EventLoop", "Logging", "Posix"],
+                swiftSettings: strict),
+        .executableTarget(name: "empalink-sim", dependencies: ["Simulator"], swiftSettings: strict),
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
 
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
+        .testTarget(name: "EmpaLinkTests", dependencies: ["EmpaLink", "Config", "BlueZ", "DBus", "EventLoop", "E4",
+                                                          "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl"], swiftSettings: strict),
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
+        // Test helpers shared by the test targets: a private dbus-daemon, the simulator process.
+        .target(name: "TestSupport", dependencies: ["DBus", "EventLoop"], path: "Tests/Support", swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "DBus", "E4", "EventLoop", "Posix"],
+                    swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "Config"],

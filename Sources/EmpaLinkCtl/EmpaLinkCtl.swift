@@ -5,6 +5,10 @@ import Posix
 public enum EmpaLinkCtl {
     /// Every subcommand, in the order `--help` lists them.
     public static var commands: [any CtlCommand.Type] {[
+        ScanCommand.self,
+        CaptureCommand.self,
+        DecodeCommand.self,
+        KeyCommand.self,
         TOMLDecodeCommand.self,
         ConfigReferenceCommand.self,
         IBICommand.self,

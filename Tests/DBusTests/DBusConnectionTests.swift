@@ -5,6 +5,7 @@ import Posix
 import Testing
 
 @testable import DBus
+import TestSupport
 import EventLoop
 
 /// The D-Bus layer against a real private `dbus-daemon`: two connections, one exporting, one calling.

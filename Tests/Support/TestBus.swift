@@ -4,17 +4,17 @@ import Glibc
 import Foundation
 import Testing
 
-@testable import DBus
+import DBus
 import EventLoop
 
 /// A private `dbus-daemon` started for one test and ended (by PID) when the test is done.
-final class TestBus {
-    let pid: pid_t
+public final class TestBus {
+    public let pid: pid_t
     var running = true
-    let directory: String
-    let address: String
+    public let directory: String
+    public let address: String
 
-    init() throws {
+    public init() throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("empalink-dbus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -49,7 +49,7 @@ final class TestBus {
     }
 
     /// Ends the daemon we started (by PID) and reaps it.
-    func stop() {
+    public func stop() {
         guard self.running else { return }
         self.running = false
         kill(self.pid, SIGTERM)
@@ -69,7 +69,7 @@ final class TestBus {
 }
 
 /// Starts a program with stdout and stderr sent to /dev/null; returns its PID.
-func spawn(_ arguments: [String]) throws -> pid_t {
+public func spawn(_ arguments: [String], environment: [String]? = nil) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -88,7 +88,12 @@ func spawn(_ arguments: [String]) throws -> pid_t {
     posix_spawnattr_setsigmask(&attributes, &empty)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
     var pid: pid_t = 0
-    let result = posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
+    var envp: [UnsafeMutablePointer<CChar>?] = environment.map { $0.map { strdup($0) } } ?? []
+    envp.append(nil)
+    defer { for pointer in envp { free(pointer) } }
+    let result = environment == nil
+        ? posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        : posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, &envp)
     guard result == 0 else { throw DBusError(name: "test.SpawnFailed", message: "\(arguments[0]): \(result)") }
     return pid
 }
@@ -96,7 +101,7 @@ func spawn(_ arguments: [String]) throws -> pid_t {
 extension EventLoop {
     /// Runs the loop on the calling thread until `stop()`, with a guard timer so a broken test fails instead of
     /// hanging (a safety net, not a timing assertion).
-    func runForTest(limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) throws {
+    public func runForTest(limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) throws {
         var timedOut = false
         let guardTimer = try self.scheduleTimer(after: limit) {
             timedOut = true
@@ -109,17 +114,61 @@ extension EventLoop {
 }
 
 /// Calls `body` on each completion and stops the loop after `count` of them.
-final class Countdown {
-    var remaining: Int
+public final class Countdown {
+    public var remaining: Int
     let loop: EventLoop
 
-    init(_ count: Int, loop: EventLoop) {
+    public init(_ count: Int, loop: EventLoop) {
         self.remaining = count
         self.loop = loop
     }
 
-    func tick() {
+    public func tick() {
         self.remaining -= 1
         if self.remaining == 0 { self.loop.stop() }
     }
+}
+
+/// Ends a process we started, by PID: SIGTERM, then SIGKILL after 3 s; reaps it.
+public func terminate(_ pid: pid_t) {
+    kill(pid, SIGTERM)
+    var status: CInt = 0
+    for _ in 0..<300 {
+        if waitpid(pid, &status, WNOHANG) == pid { return }
+        usleep(10_000)
+    }
+    kill(pid, SIGKILL)
+    _ = waitpid(pid, &status, 0)
+}
+
+/// The directory of the package's built products (where `empalink-sim` is), found from the test binary's path.
+public var productsDirectory: String {
+    var path = CommandLine.arguments[0]
+    if let range = path.range(of: ".xctest", options: .backwards) {
+        path = String(path[..<range.lowerBound])
+    }
+    return String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+}
+
+/// `empalink-sim` serving `devices` wristbands on `bus`, ended by PID on `stop()` or deinit.
+public final class SimProcess {
+    public let pid: pid_t
+    public let truth: String
+    var running = true
+
+    public init(bus: TestBus, devices: Int, seed: Int = 1, scenario: String? = nil) throws {
+        self.truth = bus.directory + "/truth"
+        var arguments = [productsDirectory + "/empalink-sim", "--bus", bus.address, "--devices", String(devices),
+                         "--seed", String(seed), "--truth", self.truth, "--log-level", "warn"]
+        if let scenario { arguments += ["--scenario", scenario] }
+        self.pid = try spawn(arguments)
+    }
+
+    public func stop() {
+        guard self.running else { return }
+        self.running = false
+        terminate(self.pid)
+    }
+
+    deinit { self.stop() }
 }

@@ -1,0 +1,139 @@
+import DBus
+import Posix
+
+/// BlueZ method calls. Every completion runs later on the loop thread, with BlueZ's error names kept
+/// (`org.bluez.Error.InProgress`, `…Failed: le-connection-abort-by-local`, …) for the caller's policy.
+extension BlueZClient {
+    public typealias Completion = (Result<Void, DBusError>) -> Void
+
+    func call(
+        _ path: String,
+        _ interface: String,
+        _ member: String,
+        _ arguments: [DBusValue] = [],
+        timeout: Duration = .seconds(25),
+        completion: @escaping (Result<[DBusValue], DBusError>) -> Void
+    ) {
+        self.connection.call(destination: BlueZNames.service, path: path, interface: interface, member: member,
+                             arguments: arguments, timeout: timeout, reply: completion)
+    }
+
+    func callVoid(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+                  timeout: Duration = .seconds(25), completion: @escaping Completion) {
+        self.call(path, interface, member, arguments, timeout: timeout) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    // MARK: Adapter
+
+    /// Restricts discovery to LE devices at or above `rssi` dBm.
+    ///
+    /// Only `Transport` and `RSSI` are sent: `DuplicateData` and `Discoverable` corrupt bluetoothd's heap before
+    /// BlueZ 5.71 (Debian 12 and Raspberry Pi OS ship 5.66).
+    public func setDiscoveryFilter(adapter: String, rssi: Int, completion: @escaping Completion) {
+        let filter = DBusValue.properties([
+            ("Transport", .string("le")),
+            ("RSSI", .int16(Int16(clamping: rssi))),
+        ])
+        self.callVoid(adapter, BlueZNames.adapter, "SetDiscoveryFilter", [filter], completion: completion)
+    }
+
+    public func startDiscovery(adapter: String, completion: @escaping Completion) {
+        self.callVoid(adapter, BlueZNames.adapter, "StartDiscovery", completion: completion)
+    }
+
+    public func stopDiscovery(adapter: String, completion: @escaping Completion) {
+        self.callVoid(adapter, BlueZNames.adapter, "StopDiscovery", completion: completion)
+    }
+
+    /// Removes a device object (and BlueZ's memory of it).
+    public func removeDevice(adapter: String, device: String, completion: @escaping Completion) {
+        self.callVoid(adapter, BlueZNames.adapter, "RemoveDevice", [.objectPath(device)], completion: completion)
+    }
+
+    /// Powers the adapter on or off (the watchdog's last resort).
+    public func setPowered(adapter: String, _ powered: Bool, completion: @escaping Completion) {
+        self.callVoid(adapter, BlueZNames.properties, "Set",
+                      [.string(BlueZNames.adapter), .string("Powered"), .variant(.boolean(powered))],
+                      completion: completion)
+    }
+
+    // MARK: Device
+
+    /// Connects; succeeds once BlueZ reports the connection (services may resolve later: watch
+    /// `ServicesResolved`).
+    public func connect(device: String, timeout: Duration, completion: @escaping Completion) {
+        self.callVoid(device, BlueZNames.device, "Connect", timeout: timeout, completion: completion)
+    }
+
+    public func disconnect(device: String, completion: @escaping Completion) {
+        self.callVoid(device, BlueZNames.device, "Disconnect", completion: completion)
+    }
+
+    // MARK: GATT
+
+    /// Acquires a characteristic's notifications as a socket: one read is one notification.
+    ///
+    /// - Parameter completion: the descriptor (non-blocking, owned by the caller) and the MTU.
+    public func acquireNotify(
+        characteristic: String,
+        completion: @escaping (Result<(FileDescriptor, Int), DBusError>) -> Void
+    ) {
+        self.call(characteristic, BlueZNames.gattCharacteristic, "AcquireNotify", [.properties([])]) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let values):
+                guard values.count == 2, case .unixFD(let raw) = values[0], let mtu = values[1].int64 else {
+                    // Never leak a descriptor from a malformed reply.
+                    for case .unixFD(let raw) in values { FileDescriptor(rawValue: raw).close() }
+                    completion(.failure(DBusError(name: BlueZNames.Error.failed,
+                                                  message: "malformed AcquireNotify reply")))
+                    return
+                }
+                let fd = FileDescriptor(rawValue: raw)
+                do {
+                    try fd.setNonBlocking(true)
+                    try fd.setCloseOnExec(true)
+                } catch {
+                    fd.close()
+                    completion(.failure(DBusError(name: BlueZNames.Error.failed, message: "\(error)")))
+                    return
+                }
+                completion(.success((fd, Int(clamping: mtu))))
+            }
+        }
+    }
+
+    /// Starts notifications delivered as `PropertiesChanged(Value)` (the fallback when AcquireNotify is refused).
+    public func startNotify(characteristic: String, completion: @escaping Completion) {
+        self.callVoid(characteristic, BlueZNames.gattCharacteristic, "StartNotify", completion: completion)
+    }
+
+    public func stopNotify(characteristic: String, completion: @escaping Completion) {
+        self.callVoid(characteristic, BlueZNames.gattCharacteristic, "StopNotify", completion: completion)
+    }
+
+    /// Writes a value, with a response (`request`) or without (`command`).
+    public func writeValue(characteristic: String, _ bytes: [UInt8], withResponse: Bool = true,
+                           completion: @escaping Completion) {
+        let options = DBusValue.properties([("type", .string(withResponse ? "request" : "command"))])
+        self.callVoid(characteristic, BlueZNames.gattCharacteristic, "WriteValue", [.bytes(bytes), options],
+                      completion: completion)
+    }
+
+    public func readValue(characteristic: String, completion: @escaping (Result<[UInt8], DBusError>) -> Void) {
+        self.call(characteristic, BlueZNames.gattCharacteristic, "ReadValue", [.properties([])]) { result in
+            switch result {
+            case .failure(let error): completion(.failure(error))
+            case .success(let values):
+                guard let bytes = values.first?.bytes else {
+                    completion(.failure(DBusError(name: BlueZNames.Error.failed, message: "malformed ReadValue reply")))
+                    return
+                }
+                completion(.success(bytes))
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import DBus
+import EventLoop
+import Posix
+
+/// A BlueZ client on the event loop: an object cache kept current by signals (never polled), and the calls the
+/// agent needs — discovery, connections, GATT reads, writes and notifications.
+///
+/// It subscribes to `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged` from `org.bluez` before the
+/// first `GetManagedObjects`, follows the name's owner so a bluetoothd restart is seen (``BlueZEvent/unavailable``
+/// then ``BlueZEvent/available`` with a fresh snapshot), and reports every change through ``onEvent``.
+/// Everything runs on the loop thread.
+public final class BlueZClient {
+    public let connection: DBusConnection
+    public private(set) var cache = BlueZObjectCache()
+    /// Whether BlueZ is on the bus and the snapshot is loaded.
+    public private(set) var isAvailable = false
+    /// BlueZ's current unique bus name.
+    public private(set) var owner: String?
+
+    /// Called on the loop thread for every change.
+    public var onEvent: ((BlueZEvent) -> Void)?
+
+    var subscriptions: [UInt64] = []
+    var ownerWatch: UInt64?
+    /// Increases with every owner change, so a snapshot that arrives for an older owner is ignored.
+    var generation = 0
+
+    public init(connection: DBusConnection) {
+        self.connection = connection
+    }
+
+    /// Subscribes to BlueZ's signals, then loads the snapshot whenever BlueZ is (or comes back) on the bus.
+    ///
+    /// - Throws: ``DBusError`` when the subscriptions cannot be made (closed connection).
+    public func start() throws(DBusError) {
+        let objectManager = DBusMatchRule(sender: BlueZNames.service, interface: BlueZNames.objectManager)
+        let properties = DBusMatchRule(sender: BlueZNames.service, interface: BlueZNames.properties,
+                                       member: "PropertiesChanged", pathNamespace: BlueZNames.root)
+        self.subscriptions.append(try self.connection.subscribe(objectManager) { [weak self] message in
+            self?.handleObjectManager(message)
+        })
+        self.subscriptions.append(try self.connection.subscribe(properties) { [weak self] message in
+            self?.handlePropertiesChanged(message)
+        })
+        self.ownerWatch = try self.connection.watchNameOwner(BlueZNames.service) { [weak self] owner in
+            self?.ownerChanged(owner)
+        }
+    }
+
+    /// Stops listening. Notification streams the caller opened stay its own to close.
+    public func stop() {
+        for id in self.subscriptions { self.connection.unsubscribe(id) }
+        self.subscriptions = []
+        if let watch = self.ownerWatch { self.connection.unwatchNameOwner(watch) }
+        self.ownerWatch = nil
+    }
+
+    func ownerChanged(_ owner: String?) {
+        self.generation += 1
+        self.owner = owner
+        if self.isAvailable || !self.cache.objects.isEmpty {
+            self.isAvailable = false
+            self.cache.removeAll()
+            self.onEvent?(.unavailable)
+        }
+        guard owner != nil else { return }
+        self.loadSnapshot()
+    }
+
+    /// Asks for `GetManagedObjects` and replaces the cache with the answer.
+    func loadSnapshot() {
+        let generation = self.generation
+        self.connection.call(destination: BlueZNames.service, path: "/", interface: BlueZNames.objectManager,
+                             member: "GetManagedObjects", timeout: .seconds(10)) { [weak self] result in
+            guard let self, generation == self.generation else { return }
+            switch result {
+            case .success(let values):
+                guard let first = values.first, self.cache.load(managedObjects: first) else { return }
+                self.isAvailable = true
+                self.onEvent?(.available)
+            case .failure:
+                // BlueZ is starting up or went away again; the next owner change retries.
+                _ = try? self.connection.loop.scheduleTimer(after: .seconds(1)) { [weak self] in
+                    guard let self, generation == self.generation, self.owner != nil else { return }
+                    self.loadSnapshot()
+                }
+            }
+        }
+    }
+
+    func handleObjectManager(_ message: DBusMessage) {
+        guard self.isAvailable, message.sender == self.owner || self.owner == nil,
+              let arguments = try? message.arguments() else { return }
+        switch message.member {
+        case "InterfacesAdded":
+            if let (path, interfaces) = self.cache.interfacesAdded(arguments) {
+                self.onEvent?(.interfacesAdded(path: path, interfaces: interfaces))
+            }
+        case "InterfacesRemoved":
+            if let (path, interfaces) = self.cache.interfacesRemoved(arguments) {
+                self.onEvent?(.interfacesRemoved(path: path, interfaces: interfaces))
+            }
+        default:
+            break
+        }
+    }
+
+    func handlePropertiesChanged(_ message: DBusMessage) {
+        guard self.isAvailable, let path = message.path, let arguments = try? message.arguments(),
+              let (interface, names) = self.cache.propertiesChanged(path: path, arguments) else { return }
+        self.onEvent?(.propertiesChanged(path: path, interface: interface, names: names))
+    }
+
+    // MARK: Views
+
+    public var adapters: [BlueZAdapterInfo] {
+        self.cache.paths(with: BlueZNames.adapter).compactMap(self.adapter(at:))
+    }
+
+    public func adapter(at path: String) -> BlueZAdapterInfo? {
+        self.cache.properties(path, BlueZNames.adapter).map { BlueZAdapterInfo(path: path, properties: $0) }
+    }
+
+    /// The adapter named `name` (`hci0`), if present.
+    public func adapter(named name: String) -> BlueZAdapterInfo? {
+        self.adapter(at: BlueZNames.root + "/" + name)
+    }
+
+    public func devices(on adapter: String) -> [BlueZDeviceInfo] {
+        self.cache.paths(with: BlueZNames.device, below: adapter).compactMap(self.device(at:))
+    }
+
+    public func device(at path: String) -> BlueZDeviceInfo? {
+        self.cache.properties(path, BlueZNames.device).map { BlueZDeviceInfo(path: path, properties: $0) }
+    }
+
+    /// The device's GATT characteristics (present once services are resolved).
+    public func characteristics(of device: String) -> [BlueZCharacteristicInfo] {
+        self.cache.paths(with: BlueZNames.gattCharacteristic, below: device).compactMap { path in
+            self.cache.properties(path, BlueZNames.gattCharacteristic)
+                .map { BlueZCharacteristicInfo(path: path, properties: $0) }
+        }
+    }
+
+    /// Whether the adapter offers `AdvertisementMonitorManager1` (bluetoothd's experimental features).
+    public func offersAdvertisementMonitors(_ adapter: String) -> Bool {
+        self.cache.properties(adapter, BlueZNames.advertisementMonitorManager) != nil
+    }
+}

@@ -1,0 +1,11 @@
+/// Where ``DeviceStreams/receive(_:_:arrival:into:)`` puts decoded data: the live device delegate, or
+/// `empalinkctl decode` replaying a capture. Generic, so the live path has no existential boxing.
+public protocol DecodedStreamSink {
+    func samples(_ stream: SampledStream, _ values: UnsafeBufferPointer<Float>, t0: Double, fs: Double)
+    func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
+                      t0: Double, fs: Double)
+    func ibi(_ seconds: Float, at time: Double)
+    func heartRate(_ bpm: Float, at time: Double)
+    func battery(_ level: Float, at time: Double)
+    func tag(at time: Double)
+}

@@ -1,0 +1,217 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlueZ
+import DBus
+import E4
+import EventLoop
+import Posix
+
+/// The EmpaLink SDK's entry point on Linux (SPEC §7): authentication, Bluetooth status, discovery, power modes.
+///
+/// Everything runs on the event loop's thread, and delegates are called there, as CoreBluetooth calls its
+/// delegates on its queue. Create it on the loop thread with a D-Bus connection to the system bus.
+public final class EmpaticaAPI {
+    /// Settings the SDK did not expose but a Linux agent needs.
+    public struct Options: Sendable {
+        public var adapter = "hci0"
+        /// Advertisements weaker than this are ignored (BlueZ's discovery filter).
+        public var rssiMin = -100
+        /// Where ``authenticate(apiKey:completion:)`` looks keys up.
+        public var keyringPath = "/etc/empalink/keyring.toml"
+        public var connectTimeout: Duration = .seconds(20)
+        public var reconnectInitial: Duration = .seconds(1)
+        public var reconnectMax: Duration = .seconds(60)
+        /// Background mode: discovery runs `backgroundScanWindow` every `backgroundScanInterval`.
+        public var backgroundScanWindow: Duration = .seconds(10)
+        public var backgroundScanInterval: Duration = .seconds(120)
+
+        public init() {}
+    }
+
+    public let loop: EventLoop
+    public let bluez: BlueZClient
+    public let options: Options
+
+    public private(set) var status: BLEStatus = .notAvailable
+    /// What the current API key unlocks; `nil` until authenticated.
+    public private(set) var grant: Keyring.Grant?
+    public var isAuthenticated: Bool { self.grant != nil }
+    /// Whether ``prepareForBackground()`` is in force.
+    public internal(set) var isInBackground = false
+
+    weak var delegate: (any EmpaticaDelegate)?
+    /// Whether the caller wants discovery (``discoverDevices(delegate:)`` until ``cancelDiscovery()``).
+    var wantsDiscovery = false
+    /// Whether we have a discovery session open in BlueZ.
+    var discoveryStarted = false
+    var discoveryRequestInFlight = false
+    var dutyCycleTimer: TimerHandle?
+    /// In background mode, whether the current duty-cycle window is open.
+    var windowOpen = true
+
+    /// The agent's say in whether discovery is still needed (e.g. `false` once every whitelisted wristband is
+    /// connected); `nil` means discovery runs whenever it is wanted.
+    public var scanPolicy: (() -> Bool)?
+    /// Failed discovery requests, and the last error, for metrics and the watchdog.
+    public internal(set) var discoveryFailures: UInt64 = 0
+    public internal(set) var lastDiscoveryError: DBusError?
+
+    /// Every E4-family wristband seen, by BlueZ object path.
+    var devicesByPath: [String: EmpaticaDeviceManager] = [:]
+
+    /// Creates the API on `connection` (the system bus, or a test bus).
+    public init(connection: DBusConnection, options: Options = Options()) throws(DBusError) {
+        self.loop = connection.loop
+        self.bluez = BlueZClient(connection: connection)
+        self.options = options
+        self.bluez.onEvent = { [weak self] event in self?.handle(event) }
+        try self.bluez.start()
+    }
+
+    var adapterPath: String { BlueZNames.root + "/" + self.options.adapter }
+
+    // MARK: Authentication
+
+    /// Checks `apiKey` offline against the keyring; `completion` runs on the loop thread.
+    public func authenticate(apiKey: String, completion: @escaping (Result<Void, EmpaLinkError>) -> Void) {
+        let result = self.authenticateNow(apiKey: apiKey)
+        _ = try? self.loop.scheduleTimer(after: .zero) { completion(result) }
+    }
+
+    /// The `async` form of ``authenticate(apiKey:completion:)``.
+    public func authenticate(apiKey: String) throws(EmpaLinkError) {
+        try self.authenticateNow(apiKey: apiKey).get()
+    }
+
+    func authenticateNow(apiKey: String) -> Result<Void, EmpaLinkError> {
+        let bytes: [UInt8]
+        do {
+            bytes = try readFile(atPath: self.options.keyringPath, limit: 4 << 20)
+        } catch {
+            return .failure(.authenticationFailed("cannot read keyring \(self.options.keyringPath): \(error)"))
+        }
+        let keyring: Keyring
+        do {
+            keyring = try Keyring.parse(bytes)
+        } catch {
+            let first = error.diagnostics.first.map { $0.formatted(path: self.options.keyringPath) } ?? ""
+            return .failure(.authenticationFailed("invalid keyring: \(first)"))
+        }
+        switch keyring.authenticate(apiKey: apiKey, today: CalendarDay.today) {
+        case .failure(let refusal):
+            return .failure(.authenticationFailed(refusal.description))
+        case .success(let grant):
+            self.grant = grant
+            for device in self.devicesByPath.values { device.allowed = grant.allows(serial: device.serialNumber) }
+            self.reportDevices()
+            return .success(())
+        }
+    }
+
+    // MARK: Status
+
+    func updateStatus() {
+        let adapter = self.bluez.adapter(at: self.adapterPath)
+        let new: BLEStatus
+        if !self.bluez.isAvailable || adapter == nil || adapter?.powered != true {
+            new = .notAvailable
+        } else {
+            new = adapter?.discovering == true ? .scanning : .ready
+        }
+        guard new != self.status else { return }
+        self.status = new
+        if new == .notAvailable {
+            self.discoveryStarted = false
+        }
+        self.delegate?.didUpdateBLEStatus(new)
+    }
+
+    // MARK: Events from BlueZ
+
+    func handle(_ event: BlueZEvent) {
+        switch event {
+        case .available:
+            for path in self.bluez.cache.paths(with: BlueZNames.device, below: self.adapterPath) {
+                self.deviceChanged(path)
+            }
+            self.updateStatus()
+            self.reconcileDiscovery()
+            for device in self.devicesByPath.values { device.bluezAvailable() }
+        case .unavailable:
+            self.discoveryStarted = false
+            self.discoveryRequestInFlight = false
+            for device in self.devicesByPath.values { device.bluezVanished() }
+            self.updateStatus()
+        case .interfacesAdded(let path, let interfaces):
+            if interfaces.contains(BlueZNames.device) {
+                self.deviceChanged(path)
+                // A wristband we want that BlueZ forgot (restart, out of range) is back: connect it again.
+                self.devicesByPath[path]?.objectsChanged()
+            } else if interfaces.contains(BlueZNames.adapter) {
+                self.updateStatus()
+                self.reconcileDiscovery()
+            }
+            self.deviceOwning(path)?.objectsChanged()
+        case .interfacesRemoved(let path, let interfaces):
+            if interfaces.contains(BlueZNames.device), let device = self.devicesByPath[path] {
+                device.bluezRemoved()
+                if device.deviceStatus == .disconnected && !device.wantsConnection {
+                    self.devicesByPath[path] = nil
+                }
+                self.reportDevices()
+            } else if interfaces.contains(BlueZNames.adapter) {
+                self.updateStatus()
+            }
+        case .propertiesChanged(let path, let interface, let names):
+            switch interface {
+            case BlueZNames.adapter where path == self.adapterPath:
+                self.updateStatus()
+                if names.contains("Powered") || names.contains("Discovering") { self.reconcileDiscovery() }
+            case BlueZNames.device:
+                self.deviceChanged(path, names: names)
+            case BlueZNames.gattCharacteristic where names.contains("Value"):
+                self.deviceOwning(path)?.characteristicValueChanged(path)
+            default:
+                break
+            }
+        }
+    }
+
+    func deviceOwning(_ path: String) -> EmpaticaDeviceManager? {
+        self.devicesByPath.first { path.hasPrefix($0.key + "/") }?.value
+    }
+
+    /// A device appeared or changed: track E4-family devices, report new ones, pass state changes on.
+    func deviceChanged(_ path: String, names: [String] = []) {
+        guard let info = self.bluez.device(at: path) else { return }
+        if let device = self.devicesByPath[path] {
+            device.update(info)
+            device.propertiesChanged(names)
+            if names.contains("Name") { self.reportDevices() }
+            return
+        }
+        guard let name = info.name, E4Profile.isE4FamilyName(name),
+              let addressText = info.address, let address = DeviceAddress(addressText) else { return }
+        let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info)
+        device.allowed = self.grant?.allows(serial: device.serialNumber) ?? false
+        self.devicesByPath[path] = device
+        self.reportDevices()
+    }
+
+    func reportDevices() {
+        guard let delegate = self.delegate else { return }
+        delegate.didDiscoverDevices(self.devices)
+    }
+
+    /// Every E4-family wristband known now, ordered by address.
+    public var devices: [EmpaticaDeviceManager] {
+        self.devicesByPath.values.sorted { $0.address < $1.address }
+    }
+
+    /// The wristband with `serial`, if known.
+    public func device(serial: String) -> EmpaticaDeviceManager? {
+        let wanted = serial.lowercased()
+        return self.devicesByPath.values.first { $0.serialNumber == wanted }
+    }
+}

@@ -1,0 +1,286 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlueZ
+import DBus
+import E4
+import EventLoop
+import Posix
+
+/// One wristband (the SDK's `EmpaticaDeviceManager`): identity, connection and data streams.
+///
+/// `connect(delegate:)` connects, subscribes to every stream (AcquireNotify, falling back to StartNotify),
+/// writes the start command, and — with ``ConnectOptions/autoReconnect`` — keeps the wristband connected:
+/// failures and link losses are retried with exponential backoff and jitter until ``disconnect()``.
+public final class EmpaticaDeviceManager {
+    /// Connection behaviour beyond the SDK's one-shot connect.
+    public struct ConnectOptions: Sendable {
+        /// Reconnect after failures and link losses until ``disconnect()``.
+        public var autoReconnect = true
+
+        public init(autoReconnect: Bool = true) {
+            self.autoReconnect = autoReconnect
+        }
+    }
+
+    /// Counters for metrics.
+    public struct Counters: Sendable, Equatable {
+        public var notifications: UInt64 = 0
+        public var connectAttempts: UInt64 = 0
+        public var connectFailures: UInt64 = 0
+        /// Connections lost after they were up.
+        public var linkLosses: UInt64 = 0
+        /// Streams that fell back from AcquireNotify to StartNotify.
+        public var startNotifyFallbacks: UInt64 = 0
+    }
+
+    weak var api: EmpaticaAPI?
+    /// The BlueZ object path.
+    public let path: String
+    public let address: DeviceAddress
+    /// Lower-case hex of the address's last three bytes, e.g. `9ff167`.
+    public var serialNumber: String { self.address.serial }
+    public private(set) var name: String
+    public private(set) var rssi: Int?
+    /// Whether the API key unlocks this wristband.
+    public internal(set) var allowed: Bool = false
+    public private(set) var deviceStatus: DeviceStatus = .disconnected
+    /// Last battery level (0…1) and when it was reported.
+    public internal(set) var batteryLevel: Float?
+    public internal(set) var counters = Counters()
+    /// When the current connection came up (seconds since 1970).
+    public internal(set) var connectedSince: Double?
+    /// The last connection failure, for status reporting.
+    public internal(set) var lastError: EmpaLinkError?
+
+    weak var delegate: (any EmpaticaDeviceDelegate)?
+    /// Sees every raw notification with its arrival time before it is decoded (`empalinkctl capture`).
+    public var rawTap: ((E4Stream, UnsafeRawBufferPointer, Double) -> Void)?
+    var options = ConnectOptions()
+    /// `connect` was called and `disconnect` was not.
+    var wantsConnection = false
+    /// Whether BlueZ currently has an object for this device.
+    var present = true
+    var attempt: UInt64 = 0
+    /// Consecutive failures, for the backoff.
+    var failures = 0
+    var reconnectTimer: TimerHandle?
+    var deadline: TimerHandle?
+    var awaitingServices = false
+    var streams: [NotificationStream] = []
+    /// Characteristics subscribed through StartNotify, by path, with their stream.
+    var valueSubscriptions: [String: E4Stream] = [:]
+    var decoding = DeviceStreams()
+    var random = SystemRandomNumberGenerator()
+
+    init(api: EmpaticaAPI, path: String, address: DeviceAddress, info: BlueZDeviceInfo) {
+        self.api = api
+        self.path = path
+        self.address = address
+        self.name = info.name ?? E4Profile.e4Name
+        self.rssi = info.rssi
+    }
+
+    /// Decoder statistics summed over the streams (received, lost, duplicates, decode errors).
+    public var statistics: E4StreamStatistics { self.decoding.statistics }
+
+    /// Timestamp re-anchors (SPEC §8).
+    public var clockReanchors: UInt64 { self.decoding.reanchors }
+
+    func update(_ info: BlueZDeviceInfo) {
+        if let name = info.name { self.name = name }
+        self.rssi = info.rssi
+        self.present = true
+    }
+
+    func setStatus(_ status: DeviceStatus) {
+        guard status != self.deviceStatus else { return }
+        self.deviceStatus = status
+        self.delegate?.didUpdateDeviceStatus(status, for: self)
+    }
+
+    // MARK: Public API
+
+    /// Connects with automatic reconnection (see ``connect(delegate:options:)``).
+    public func connect(delegate: any EmpaticaDeviceDelegate) throws(EmpaLinkError) {
+        try self.connect(delegate: delegate, options: ConnectOptions())
+    }
+
+    /// Connects and starts streaming to `delegate`.
+    ///
+    /// - Throws: ``EmpaLinkError/notAuthenticated`` or ``EmpaLinkError/notAllowed(serial:)`` at once; later
+    ///   failures are reported through `didUpdateDeviceStatus(.disconnected, …)` and ``lastError``.
+    public func connect(delegate: any EmpaticaDeviceDelegate, options: ConnectOptions) throws(EmpaLinkError) {
+        guard let api = self.api, api.isAuthenticated else { throw .notAuthenticated }
+        guard self.allowed else { throw .notAllowed(serial: self.serialNumber) }
+        self.delegate = delegate
+        self.options = options
+        guard !self.wantsConnection else { return }
+        self.wantsConnection = true
+        self.failures = 0
+        self.startAttempt()
+    }
+
+    /// Disconnects and stops reconnecting. No effect when not connected.
+    public func disconnect() {
+        self.wantsConnection = false
+        self.cancelTimers()
+        guard self.deviceStatus != .disconnected else { return }
+        self.setStatus(.disconnecting)
+        self.closeStreams()
+        guard let api = self.api else {
+            self.setStatus(.disconnected)
+            return
+        }
+        api.bluez.disconnect(device: self.path) { [weak self] _ in
+            self?.finishDisconnect()
+        }
+    }
+
+    func finishDisconnect() {
+        self.connectedSince = nil
+        self.setStatus(.disconnected)
+        self.api?.reconcileDiscovery()
+    }
+
+    // MARK: Connection attempts
+
+    func startAttempt() {
+        guard self.wantsConnection, self.deviceStatus == .disconnected, self.reconnectTimer == nil,
+              let api = self.api else { return }
+        guard api.bluez.isAvailable, self.present, api.bluez.device(at: self.path) != nil else {
+            // Wait for BlueZ or for the device to be discovered again (see bluezAvailable / objectsChanged).
+            return
+        }
+        self.attempt &+= 1
+        self.counters.connectAttempts &+= 1
+        let attempt = self.attempt
+        self.setStatus(.connecting)
+        self.deadline = try? api.loop.scheduleTimer(after: api.options.connectTimeout) { [weak self] in
+            guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
+            self.deadline = nil
+            self.attemptFailed(.timedOut("connecting to \(self.serialNumber)"))
+        }
+        api.bluez.connect(device: self.path, timeout: api.options.connectTimeout) { [weak self] result in
+            guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
+            switch result {
+            case .success:
+                self.connectedAtLinkLevel()
+            case .failure(let error) where error.name == BlueZNames.Error.inProgress:
+                // BlueZ is already connecting this device (another client, or our earlier attempt): wait for
+                // Connected/ServicesResolved under the same deadline.
+                self.awaitingServices = true
+            case .failure(let error):
+                self.attemptFailed(.bluez(name: error.name, message: error.message))
+            }
+        }
+    }
+
+    func connectedAtLinkLevel() {
+        guard let info = self.api?.bluez.device(at: self.path) else { return }
+        if info.servicesResolved {
+            self.awaitingServices = false
+            self.subscribe()
+        } else {
+            self.awaitingServices = true
+        }
+    }
+
+    func attemptFailed(_ error: EmpaLinkError) {
+        self.lastError = error
+        self.counters.connectFailures &+= 1
+        self.failures += 1
+        self.cancelTimers()
+        self.closeStreams()
+        self.awaitingServices = false
+        // Leave BlueZ in a clean state: an attempt that timed out may still be connecting.
+        if let api = self.api, api.bluez.device(at: self.path)?.connected == true || error.isTimeout {
+            api.bluez.disconnect(device: self.path) { _ in }
+        }
+        self.connectedSince = nil
+        self.setStatus(.disconnected)
+        self.scheduleReconnect()
+    }
+
+    /// The link went down after it was up (Connected=false, a notification socket hung up, or the object vanished).
+    func linkLost() {
+        guard self.deviceStatus == .connected || self.deviceStatus == .connecting else { return }
+        if self.deviceStatus == .connected { self.counters.linkLosses &+= 1 }
+        self.cancelTimers()
+        self.closeStreams()
+        self.awaitingServices = false
+        self.connectedSince = nil
+        self.setStatus(.disconnected)
+        self.failures = 0
+        self.scheduleReconnect()
+        self.api?.reconcileDiscovery()
+    }
+
+    func scheduleReconnect() {
+        guard self.wantsConnection, self.options.autoReconnect, let api = self.api else {
+            self.wantsConnection = self.wantsConnection && self.options.autoReconnect
+            return
+        }
+        let delay = Backoff.delay(failures: self.failures, initial: api.options.reconnectInitial,
+                                  maximum: api.options.reconnectMax, using: &self.random)
+        self.reconnectTimer = try? api.loop.scheduleTimer(after: delay) { [weak self] in
+            guard let self else { return }
+            self.reconnectTimer = nil
+            self.startAttempt()
+        }
+    }
+
+    func cancelTimers() {
+        guard let loop = self.api?.loop else { return }
+        if let timer = self.reconnectTimer { loop.cancel(timer) }
+        if let timer = self.deadline { loop.cancel(timer) }
+        self.reconnectTimer = nil
+        self.deadline = nil
+    }
+
+    // MARK: Events routed from the API
+
+    func propertiesChanged(_ names: [String]) {
+        guard let info = self.api?.bluez.device(at: self.path) else { return }
+        if names.contains("Connected"), !info.connected {
+            if self.deviceStatus == .disconnecting {
+                self.finishDisconnect()
+            } else {
+                self.linkLost()
+            }
+            return
+        }
+        if self.awaitingServices, self.deviceStatus == .connecting, info.connected, info.servicesResolved {
+            self.awaitingServices = false
+            self.subscribe()
+        }
+    }
+
+    /// New objects under the device (GATT services resolved) or the device itself reappeared.
+    func objectsChanged() {
+        if self.deviceStatus == .disconnected { self.startAttempt() }
+    }
+
+    func bluezRemoved() {
+        self.present = false
+        self.linkLost()
+    }
+
+    func bluezVanished() {
+        self.present = false
+        self.linkLost()
+    }
+
+    func bluezAvailable() {
+        self.present = self.api?.bluez.device(at: self.path) != nil
+        self.startAttempt()
+    }
+}
+
+extension EmpaLinkError {
+    var isTimeout: Bool {
+        if case .timedOut = self { return true }
+        if case .bluez(let name, _) = self, name == DBusError.noReplyName { return true }
+        return false
+    }
+}

@@ -1,0 +1,7 @@
+/// A simulated device's link state.
+enum DeviceConnectionState: Sendable {
+    case disconnected
+    case connecting
+    case connected
+    case disconnecting
+}

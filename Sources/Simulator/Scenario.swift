@@ -1,0 +1,14 @@
+/// A simulation script: timing, physiology (global and per device) and faults over time. Parsed from TOML by
+/// ``parse(_:)``; the default value is a quiet run.
+public struct Scenario: Hashable, Sendable {
+    public var timing = SimulatorTiming()
+    /// Physiology for every device, unless overridden.
+    public var physiology = PhysiologyParameters()
+    /// When set, each device draws its heart rate from this range (seeded); an explicit override wins.
+    public var heartRateRange: ClosedRange<Double>? = 55...85
+    /// Per-device physiology by 1-based device index.
+    public var devices: [Int: PhysiologyParameters] = [:]
+    public var faults: [ScheduledFault] = []
+
+    public init() {}
+}

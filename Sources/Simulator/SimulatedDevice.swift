@@ -1,0 +1,106 @@
+import DBus
+import E4
+import EventLoop
+
+/// One simulated wristband: identity, radio state, GATT characteristics, physiology and streaming state.
+///
+/// Device k (1-based) has address `00:07:80:A0:01:kk`, serial `a001kk` and the name "Empatica E4".
+final class SimulatedDevice {
+    let index: Int
+    let address: DeviceAddress
+    let addressString: String
+    let serial: String
+    let name = E4Profile.e4Name
+    let path: String
+    var physiology: PhysiologyModel
+    var random: SimRandom
+    /// Packet-fault decisions draw from their own stream, so they do not depend on radio timing.
+    var faultRandom: SimRandom
+
+    // Radio and bluetoothd state.
+    var rssi: Int16
+    let rssiCentre: Double
+    /// Exported as a Device1 object.
+    var exported = false
+    var rssiPresent = false
+    /// Simulator time of the last advertisement, disconnect or discovery stop (for temporary-device removal).
+    var lastActivity = 0.0
+    var lastAdvertisement = -1e9
+    var state = DeviceConnectionState.disconnected
+    var pendingConnect: DBusMethodCall?
+    var connectTimer: TimerHandle?
+    var servicesResolved = false
+    var gattExported = false
+    var outOfRangeUntil = 0.0
+    var packetLoss = 0.0
+    var corruption = 0.0
+
+    var characteristics: [SimulatedCharacteristic] = []
+    var session: StreamSession?
+    var sessions = 0
+
+    // Counters for Stats.
+    var connects = 0
+    var lost: UInt64 = 0
+    var corrupted: UInt64 = 0
+    var overflowed: UInt64 = 0
+
+    init(index: Int, seed: UInt64, physiology: PhysiologyParameters) {
+        self.index = index
+        self.address = DeviceAddress(0x00, 0x07, 0x80, 0xA0, 0x01, UInt8(truncatingIfNeeded: index))
+        self.addressString = self.address.description
+        self.serial = self.address.serial
+        self.path = "/org/bluez/hci0/dev_" + self.addressString.split(separator: ":").joined(separator: "_")
+        self.physiology = PhysiologyModel(seed: seed, device: index, parameters: physiology)
+        self.random = SimRandom(seed: seed, UInt64(index), 99)
+        self.faultRandom = SimRandom(seed: seed, UInt64(index), 98)
+        self.rssiCentre = -55 - 20 * self.random.unit()
+        self.rssi = Int16(self.rssiCentre.rounded())
+        self.characteristics = SimulatedDevice.makeCharacteristics(devicePath: self.path)
+    }
+
+    /// The GATT layout (SPEC §6) with bluetoothd's handle-based paths.
+    static func makeCharacteristics(devicePath: String) -> [SimulatedCharacteristic] {
+        let sensor = devicePath + "/service000c"
+        let status = devicePath + "/service0019"
+        let command = devicePath + "/service0020"
+        return [
+            SimulatedCharacteristic(uuid16: 0x3EA1, handle: 0x000D, servicePath: sensor, flags: ["notify"]),
+            SimulatedCharacteristic(uuid16: 0x3EA3, handle: 0x0010, servicePath: sensor, flags: ["notify"]),
+            SimulatedCharacteristic(uuid16: 0x3EA6, handle: 0x0013, servicePath: sensor, flags: ["notify"]),
+            SimulatedCharacteristic(uuid16: 0x3EA8, handle: 0x0016, servicePath: sensor, flags: ["notify"]),
+            SimulatedCharacteristic(uuid16: 0x3EB2, handle: 0x001A, servicePath: status, flags: ["notify"]),
+            SimulatedCharacteristic(uuid16: 0x3EB3, handle: 0x001D, servicePath: status, flags: ["read", "notify"]),
+            SimulatedCharacteristic(uuid16: 0x3E71, handle: 0x0021, servicePath: command, flags: ["write"]),
+        ]
+    }
+
+    /// The services: (path, 16-bit UUID, handle).
+    var services: [(path: String, uuid16: UInt16, handle: UInt16)] {
+        [(self.path + "/service000c", 0x3EA0, 0x000C), (self.path + "/service0019", 0x3EB0, 0x0019),
+         (self.path + "/service0020", 0x3E70, 0x0020)]
+    }
+
+    func characteristic(_ uuid16: UInt16) -> SimulatedCharacteristic? {
+        self.characteristics.first { $0.uuid16 == uuid16 }
+    }
+
+    func isInRange(at now: Double) -> Bool { now >= self.outOfRangeUntil }
+
+    /// The E4 advertises only while nobody is connected.
+    func isAdvertising(at now: Double) -> Bool { self.state == .disconnected && self.isInRange(at: now) }
+
+    /// The advertisement's AD structures (type, data): flags, complete local name, manufacturer data.
+    var advertisingData: [(type: UInt8, data: [UInt8])] {
+        [(0x01, [0x06]), (0x09, Array(self.name.utf8)), (0xFF, [0xFF, 0xFF] + self.manufacturerPayload)]
+    }
+
+    /// Manufacturer data payload (company 0xFFFF, the SIG's value for testing): the serial's three bytes.
+    var manufacturerPayload: [UInt8] { [self.address[3], self.address[4], self.address[5]] }
+
+    /// Moves the RSSI a step of a bounded random walk around the device's centre.
+    func stepRSSI() {
+        let next = Double(self.rssi) + 0.3 * (self.rssiCentre - Double(self.rssi)) + 6 * self.random.gaussian()
+        self.rssi = Int16(min(max(next.rounded(), -100), -30))
+    }
+}

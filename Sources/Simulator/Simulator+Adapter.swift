@@ -1,0 +1,236 @@
+import DBus
+
+/// `org.bluez.Adapter1` on `hci0`: power, per-client discovery sessions with merged filters, and the 1 s radio
+/// tick that makes devices advertise, moves their RSSI and removes temporary devices.
+extension Simulator {
+    static let adapterInterface = "org.bluez.Adapter1"
+
+    func exportAdapter(on connection: DBusConnection) throws(DBusError) {
+        let adapter = DBusInterface(name: Simulator.adapterInterface, properties: [
+            ("Address", DBusProperty(.string(Simulator.adapterAddress))),
+            ("AddressType", DBusProperty(.string("public"))),
+            ("Name", DBusProperty(.string("empalink-sim"))),
+            ("Alias", DBusProperty(.string("empalink-sim"), setter: { _ in nil })),
+            ("Class", DBusProperty(.uint32(0))),
+            ("Powered", DBusProperty(.boolean(self.powered), setter: { [weak self] value in
+                guard let self, let on = value.bool else { return BlueZError.invalidArguments }
+                self.setPowered(on)
+                return nil
+            })),
+            ("PowerState", DBusProperty(.string(self.powered ? "on" : "off"))),
+            ("Discoverable", DBusProperty(.boolean(false), setter: { _ in nil })),
+            ("DiscoverableTimeout", DBusProperty(.uint32(180), setter: { _ in nil })),
+            ("Pairable", DBusProperty(.boolean(false), setter: { _ in nil })),
+            ("PairableTimeout", DBusProperty(.uint32(0), setter: { _ in nil })),
+            ("Discovering", DBusProperty(.boolean(false))),
+            ("UUIDs", DBusProperty(.strings([
+                "00001801-0000-1000-8000-00805f9b34fb", "00001800-0000-1000-8000-00805f9b34fb",
+            ]))),
+            ("Modalias", DBusProperty(.string("usb:v1D6Bp0246d0542"))),
+            ("Roles", DBusProperty(.strings(["central", "peripheral"]))),
+        ], methods: [
+            DBusMethod("StartDiscovery") { [weak self] call in self?.startDiscovery(call) },
+            DBusMethod("StopDiscovery") { [weak self] call in self?.stopDiscovery(call) },
+            DBusMethod("SetDiscoveryFilter", in: "a{sv}") { [weak self] call in self?.setDiscoveryFilter(call) },
+            DBusMethod("GetDiscoveryFilters", out: "as") { call in call.reply([.strings(DiscoveryFilter.keys)]) },
+            DBusMethod("RemoveDevice", in: "o") { [weak self] call in self?.removeDevice(call) },
+        ])
+        try connection.objects.export(Simulator.adapterPath, interfaces: [adapter, self.monitorManagerInterface()])
+    }
+
+    // MARK: Discovery
+
+    func startDiscovery(_ call: DBusMethodCall) {
+        self.startDiscoveryCalls += 1
+        if self.failIfInjected(call, "StartDiscovery") { return }
+        guard let sender = call.sender else { return call.fail(BlueZError.failed("No sender")) }
+        guard self.powered else { return call.fail(BlueZError.notReady) }
+        guard !self.discoverySessions.contains(sender) else { return call.fail(BlueZError.busy) }
+        self.discoverySessions.append(sender)
+        self.logger.debug("discovery started by \(sender) (\(self.discoverySessions.count) session(s))")
+        self.updateDiscovering()
+        call.reply()
+        // bluetoothd reports cached devices at once; ours advertise within the next radio tick.
+        self.after(milliseconds: 50) { [weak self] in self?.advertise(onlyNew: true) }
+    }
+
+    func stopDiscovery(_ call: DBusMethodCall) {
+        if self.failIfInjected(call, "StopDiscovery") { return }
+        guard let sender = call.sender else { return call.fail(BlueZError.failed("No sender")) }
+        guard self.powered else { return call.fail(BlueZError.notReady) }
+        guard let index = self.discoverySessions.firstIndex(of: sender) else {
+            return call.fail(BlueZError.failed("No discovery started"))
+        }
+        self.discoverySessions.remove(at: index)
+        self.updateDiscovering()
+        call.reply()
+    }
+
+    func setDiscoveryFilter(_ call: DBusMethodCall) {
+        if self.failIfInjected(call, "SetDiscoveryFilter") { return }
+        guard let sender = call.sender else { return call.fail(BlueZError.failed("No sender")) }
+        guard self.powered else { return call.fail(BlueZError.notReady) }
+        switch DiscoveryFilter.parse(call.arguments[0]) {
+        case .failure(let error):
+            call.fail(error)
+        case .success(let filter):
+            if filter.usedDuplicateData {
+                self.duplicateDataUses += 1
+                self.logger.warn("\(sender) sent DuplicateData in SetDiscoveryFilter: BlueZ < 5.71 corrupts its heap")
+            }
+            if filter.usedDiscoverable {
+                self.discoverableUses += 1
+                self.logger.warn("\(sender) sent Discoverable in SetDiscoveryFilter: BlueZ < 5.71 corrupts its heap")
+            }
+            // An empty dictionary clears the client's filter.
+            self.filters[sender] = call.arguments[0].stringDictionary?.isEmpty == true ? nil : filter
+            call.reply()
+        }
+    }
+
+    func removeDevice(_ call: DBusMethodCall) {
+        if self.failIfInjected(call, "RemoveDevice") { return }
+        guard let path = call.arguments[0].string else { return call.fail(BlueZError.invalidArguments) }
+        guard let device = self.devices.first(where: { $0.path == path && $0.exported }) else {
+            return call.fail(BlueZError.doesNotExist)
+        }
+        if device.state != .disconnected {
+            self.dropConnection(device, reason: "removed", emit: true)
+        }
+        self.unexportDevice(device)
+        call.reply()
+    }
+
+    /// Recomputes `Discovering` from the sessions; clears RSSI when discovery ends, as bluetoothd does.
+    func updateDiscovering() {
+        let discovering = !self.discoverySessions.isEmpty && self.powered
+        let now = self.now
+        if discovering, self.discoveringSince == nil {
+            self.discoveringSince = now
+            self.setProperty(Simulator.adapterPath, Simulator.adapterInterface, "Discovering", .boolean(true))
+        } else if !discovering, self.discoveringSince != nil {
+            self.stopDiscoveringClock()
+            self.setProperty(Simulator.adapterPath, Simulator.adapterInterface, "Discovering", .boolean(false))
+            for device in self.devices where device.exported {
+                device.lastActivity = max(device.lastActivity, now)
+                if device.rssiPresent {
+                    device.rssiPresent = false
+                    self.setProperty(device.path, Simulator.deviceInterface, "RSSI", nil)
+                }
+            }
+        }
+    }
+
+    func stopDiscoveringClock() {
+        if let since = self.discoveringSince {
+            self.discoveringTotal += self.now - since
+            self.discoveringSince = nil
+        }
+    }
+
+    /// Total seconds the adapter has been discovering since start.
+    var discoveringSeconds: Double {
+        self.discoveringTotal + (self.discoveringSince.map { self.now - $0 } ?? 0)
+    }
+
+    /// The filters of the active sessions (`nil` entries: a session without a filter, which sees everything).
+    func passesDiscoveryFilters(_ device: SimulatedDevice) -> Bool {
+        for session in self.discoverySessions {
+            guard let filter = self.filters[session] else { return true }
+            if filter.matches(address: device.addressString, name: device.name, rssi: device.rssi,
+                              advertisedUUIDs: []) { return true }
+        }
+        return false
+    }
+
+    /// Whether any session asked for every advertisement (no RSSI change threshold).
+    var wantsDuplicates: Bool {
+        self.discoverySessions.contains { self.filters[$0]?.duplicateData == true }
+    }
+
+    // MARK: Power
+
+    func setPowered(_ on: Bool) {
+        guard on != self.powered else { return }
+        self.powered = on
+        self.logger.info("adapter powered \(on ? "on" : "off")")
+        self.setProperty(Simulator.adapterPath, Simulator.adapterInterface, "PowerState", .string(on ? "on" : "off"))
+        if !on {
+            for device in self.devices where device.state != .disconnected {
+                self.dropConnection(device, reason: "adapter powered off", emit: true)
+            }
+            self.discoverySessions.removeAll()
+            self.updateDiscovering()
+            for monitor in self.monitors { monitor.found.removeAll() }
+        }
+        // The object server stores the new Powered value after the setter; other paths set it here.
+        self.setProperty(Simulator.adapterPath, Simulator.adapterInterface, "Powered", .boolean(on))
+    }
+
+    // MARK: Radio tick
+
+    /// Once a second: advertising devices move their RSSI and are reported to discovery and monitors;
+    /// temporary devices time out; monitors lose silent devices.
+    func radioTick() {
+        guard self.bluez != nil else { return }
+        for device in self.devices { device.stepRSSI() }
+        self.advertise(onlyNew: false)
+        let now = self.now
+        let discovering = self.discoveringSince != nil
+        for device in self.devices where device.exported && device.state == .disconnected && !discovering {
+            let tracked = self.monitors.contains { $0.found[device.index] != nil }
+            if !tracked && now - device.lastActivity > self.scenario.timing.temporaryTimeoutSeconds {
+                self.logger.debug("removing temporary device \(device.addressString)")
+                self.unexportDevice(device)
+            }
+        }
+        for monitor in self.monitors {
+            for (index, seen) in monitor.found where now - seen > self.scenario.timing.monitorLostSeconds {
+                monitor.found[index] = nil
+                if let device = self.devices.first(where: { $0.index == index }) {
+                    self.callMonitor(monitor, "DeviceLost", [.objectPath(device.path)])
+                }
+            }
+        }
+    }
+
+    /// Delivers one advertisement from each advertising device to discovery and monitors.
+    func advertise(onlyNew: Bool) {
+        guard self.powered, self.bluez != nil else { return }
+        let now = self.now
+        for device in self.devices where device.isAdvertising(at: now) {
+            if onlyNew && device.rssiPresent { continue }
+            var seen = false
+            if self.discoveringSince != nil && self.passesDiscoveryFilters(device) {
+                seen = true
+                self.reportFound(device)
+            }
+            for monitor in self.monitors where monitor.matches(device.advertisingData) {
+                if !device.exported { self.exportDevice(device, withRSSI: true) }
+                seen = true
+                if monitor.found[device.index] == nil {
+                    self.callMonitor(monitor, "DeviceFound", [.objectPath(device.path)])
+                }
+                monitor.found[device.index] = now
+            }
+            if seen {
+                device.lastAdvertisement = now
+                device.lastActivity = now
+            }
+        }
+    }
+
+    /// A discovered advertisement: the device appears (InterfacesAdded) or its RSSI changes.
+    func reportFound(_ device: SimulatedDevice) {
+        if !device.exported {
+            self.exportDevice(device, withRSSI: true)
+            return
+        }
+        let current = self.bluez?.objects.property(device.path, interface: Simulator.deviceInterface, name: "RSSI")
+        let old = current?.int64.map { Int16(clamping: $0) }
+        // bluetoothd reports an RSSI change only when it moved by 8 dBm or more, unless duplicates are wanted.
+        if let old, !self.wantsDuplicates, abs(Int(old) - Int(device.rssi)) < 8 { return }
+        device.rssiPresent = true
+        self.setProperty(device.path, Simulator.deviceInterface, "RSSI", .int16(device.rssi))
+    }
+}

@@ -1,0 +1,94 @@
+import DBus
+
+/// `org.empalink.Simulator1` at `/org/empalink/simulator` on its own connection (`org.empalink.Simulator`):
+/// tests trigger faults and read counters here while the BlueZ face comes and goes.
+extension Simulator {
+    static let controlErrorPrefix = "org.empalink.Simulator.Error."
+
+    func exportControl(on connection: DBusConnection) throws(DBusError) {
+        func run(_ call: DBusMethodCall, _ action: FaultAction) {
+            if let problem = self.apply(action) {
+                call.fail(DBusError(name: Simulator.controlErrorPrefix + "InvalidArguments", message: problem))
+            } else {
+                call.reply()
+            }
+        }
+        func text(_ call: DBusMethodCall, _ index: Int) -> String { call.arguments[index].string ?? "" }
+        func number(_ call: DBusMethodCall, _ index: Int) -> Double { call.arguments[index].double ?? 0 }
+        try connection.objects.export(Simulator.controlPath, interfaces: [
+            DBusInterface(name: Simulator.controlInterface, properties: [
+                ("Devices", DBusProperty(.uint32(UInt32(self.devices.count)))),
+            ], methods: [
+                DBusMethod("Disconnect", in: "s") { call in run(call, .disconnect(device: text(call, 0))) },
+                DBusMethod("SetOutOfRange", in: "sd") { call in
+                    run(call, .outOfRange(device: text(call, 0), seconds: number(call, 1)))
+                },
+                DBusMethod("SetPacketLoss", in: "sd") { call in
+                    run(call, .packetLoss(device: text(call, 0), rate: number(call, 1)))
+                },
+                DBusMethod("SetCorruption", in: "sd") { call in
+                    run(call, .corruption(device: text(call, 0), rate: number(call, 1)))
+                },
+                DBusMethod("SetPowered", in: "b") { [weak self] call in
+                    self?.setPowered(call.arguments[0].bool ?? true)
+                    call.reply()
+                },
+                DBusMethod("PowerCycle", in: "d") { call in run(call, .powerOff(seconds: max(number(call, 0), 0.001))) },
+                DBusMethod("RestartService", in: "d") { call in run(call, .restart(seconds: number(call, 0))) },
+                DBusMethod("PressTag", in: "s") { call in run(call, .tag(device: text(call, 0))) },
+                DBusMethod("InjectError", in: "sssu") { call in
+                    let count = Int(call.arguments[3].int64 ?? 0)
+                    run(call, .error(method: text(call, 0), name: text(call, 1), message: text(call, 2), count: count))
+                },
+                DBusMethod("Stats", out: "a{sv}") { [weak self] call in
+                    guard let self else { return }
+                    call.reply([self.statistics()])
+                },
+            ]),
+        ])
+    }
+
+    /// Counters and state for the `Stats` method.
+    func statistics() -> DBusValue {
+        let now = self.now
+        let devices = self.devices.map { device -> DBusValue.DictionaryEntry in
+            var notifications: UInt64 = 0
+            for characteristic in device.characteristics { notifications += characteristic.notifications }
+            return .init(.string(device.serial), .properties([
+                ("address", .string(device.addressString)),
+                ("path", .objectPath(device.path)),
+                ("heart_rate", .double(device.physiology.parameters.heartRate)),
+                ("exported", .boolean(device.exported)),
+                ("connected", .boolean(device.state == .connected)),
+                ("streaming", .boolean(device.state == .connected && device.session != nil)),
+                ("in_range", .boolean(device.isInRange(at: now))),
+                ("rssi", .int16(device.rssi)),
+                ("connects", .uint32(UInt32(clamping: device.connects))),
+                ("sessions", .uint32(UInt32(clamping: device.sessions))),
+                ("notifications", .uint64(notifications)),
+                ("lost", .uint64(device.lost)),
+                ("corrupted", .uint64(device.corrupted)),
+                ("overflowed", .uint64(device.overflowed)),
+                ("packet_loss", .double(device.packetLoss)),
+                ("corruption", .double(device.corruption)),
+            ]))
+        }
+        return .properties([
+            ("uptime", .double(now)),
+            ("service_up", .boolean(self.serviceUp)),
+            ("bus_name_owner", .string(self.bluez?.uniqueName ?? "")),
+            ("restarts", .uint32(UInt32(clamping: self.restarts))),
+            ("powered", .boolean(self.powered)),
+            ("discovering", .boolean(self.discoveringSince != nil)),
+            ("discovering_seconds", .double(self.discoveringSeconds)),
+            ("discovery_sessions", .uint32(UInt32(clamping: self.discoverySessions.count))),
+            ("start_discovery_calls", .uint32(UInt32(clamping: self.startDiscoveryCalls))),
+            ("connect_calls", .uint32(UInt32(clamping: self.connectCalls))),
+            ("duplicate_data_uses", .uint32(UInt32(clamping: self.duplicateDataUses))),
+            ("discoverable_uses", .uint32(UInt32(clamping: self.discoverableUses))),
+            ("monitors", .uint32(UInt32(clamping: self.monitors.count))),
+            ("faults_applied", .uint32(UInt32(clamping: self.faultsApplied))),
+            ("devices", .dictionary(key: "s", value: "a{sv}", devices)),
+        ])
+    }
+}

@@ -1,0 +1,216 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DBus
+import E4
+import Posix
+
+/// The GATT tree of SPEC §6 as bluetoothd's client exports it (`GattService1`, `GattCharacteristic1`,
+/// `GattDescriptor1` for each CCCD) and the characteristic methods with bluetoothd's checks and errors.
+extension Simulator {
+    static let serviceInterface = "org.bluez.GattService1"
+    static let characteristicInterface = "org.bluez.GattCharacteristic1"
+    static let descriptorInterface = "org.bluez.GattDescriptor1"
+    /// The ATT MTU the simulated wristband negotiates: the default, enough for its 20-byte notifications.
+    static let attMTU: UInt16 = 23
+
+    func exportGATT(_ device: SimulatedDevice) {
+        guard let connection = self.bluez else { return }
+        do {
+            for service in device.services {
+                try connection.objects.export(service.path, interfaces: [
+                    DBusInterface(name: Simulator.serviceInterface, properties: [
+                        ("UUID", DBusProperty(.string(SimulatedCharacteristic.uuid128(service.uuid16)))),
+                        ("Device", DBusProperty(.objectPath(device.path))),
+                        ("Primary", DBusProperty(.boolean(true))),
+                        ("Includes", DBusProperty(.objectPaths([]))),
+                        ("Handle", DBusProperty(.uint16(service.handle))),
+                    ]),
+                ])
+            }
+            for characteristic in device.characteristics {
+                try connection.objects.export(characteristic.path, interfaces: [
+                    self.characteristicInterface(characteristic, device: device),
+                ])
+                if characteristic.canNotify {
+                    let descriptor = characteristic.path + "/desc" + SimulatedCharacteristic.hex4(
+                        characteristic.handle + 2)
+                    try connection.objects.export(descriptor, interfaces: [
+                        DBusInterface(name: Simulator.descriptorInterface, properties: [
+                            ("UUID", DBusProperty(.string(SimulatedCharacteristic.uuid128(0x2902)))),
+                            ("Characteristic", DBusProperty(.objectPath(characteristic.path))),
+                            ("Value", DBusProperty(.bytes([]))),
+                            ("Handle", DBusProperty(.uint16(characteristic.handle + 2))),
+                        ], methods: [
+                            DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in
+                                call.reply([.bytes([characteristic.hasSubscribers ? 1 : 0, 0])])
+                            },
+                            DBusMethod("WriteValue", in: "aya{sv}") { call in
+                                call.fail(BlueZError.notPermitted("Write not permitted"))
+                            },
+                        ]),
+                    ])
+                }
+            }
+            device.gattExported = true
+            self.setProperty(device.path, Simulator.deviceInterface, "UUIDs",
+                             .strings(device.services.map { SimulatedCharacteristic.uuid128($0.uuid16) }))
+        } catch {
+            self.logger.error("cannot export the GATT tree of \(device.addressString): \(error)")
+        }
+    }
+
+    func characteristicInterface(_ characteristic: SimulatedCharacteristic, device: SimulatedDevice)
+        -> DBusInterface
+    {
+        var properties: [(String, DBusProperty)] = [
+            ("UUID", DBusProperty(.string(characteristic.uuidString))),
+            ("Service", DBusProperty(.objectPath(characteristic.servicePath))),
+            ("Value", DBusProperty(.bytes([]))),
+            ("Notifying", DBusProperty(.boolean(false))),
+            ("Flags", DBusProperty(.strings(characteristic.flags))),
+            ("Handle", DBusProperty(.uint16(characteristic.handle + 1))),
+            ("MTU", DBusProperty(.uint16(Simulator.attMTU))),
+        ]
+        if characteristic.canNotify {
+            properties.append(("NotifyAcquired", DBusProperty(.boolean(false))))
+        }
+        return DBusInterface(name: Simulator.characteristicInterface, properties: properties, methods: [
+            DBusMethod("ReadValue", in: "a{sv}", out: "ay") { [weak self, weak device] call in
+                guard let self, let device else { return }
+                self.readValue(characteristic, device, call)
+            },
+            DBusMethod("WriteValue", in: "aya{sv}") { [weak self, weak device] call in
+                guard let self, let device else { return }
+                self.writeValue(characteristic, device, call)
+            },
+            DBusMethod("AcquireWrite", in: "a{sv}", out: "hq") { call in call.fail(BlueZError.notSupported) },
+            DBusMethod("AcquireNotify", in: "a{sv}", out: "hq") { [weak self, weak device] call in
+                guard let self, let device else { return }
+                self.acquireNotify(characteristic, device, call)
+            },
+            DBusMethod("StartNotify") { [weak self, weak device] call in
+                guard let self, let device else { return }
+                self.startNotify(characteristic, device, call)
+            },
+            DBusMethod("StopNotify") { [weak self] call in
+                self?.stopNotify(characteristic, call)
+            },
+            DBusMethod("Confirm") { call in call.reply() },
+        ])
+    }
+
+    func readValue(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice, _ call: DBusMethodCall) {
+        if self.failIfInjected(call, "ReadValue") { return }
+        guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
+        guard characteristic.canRead else { return call.fail(BlueZError.notPermitted("Read not permitted")) }
+        let value: [UInt8] = [device.physiology.batteryPercent(at: self.now)]
+        self.setCharacteristic(characteristic, "Value", .bytes(value))
+        call.reply([.bytes(value)])
+    }
+
+    func writeValue(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice, _ call: DBusMethodCall) {
+        if self.failIfInjected(call, "WriteValue") { return }
+        guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
+        guard characteristic.canWrite else { return call.fail(BlueZError.notPermitted("Write not permitted")) }
+        let bytes = call.arguments[0].bytes ?? []
+        let decoded = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<E4Command, E4DecodeError> in
+            do throws(E4DecodeError) {
+                return .success(try E4Command.decode(raw))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let command: E4Command
+        switch decoded {
+        case .success(let value): command = value
+        case .failure(.wrongLength), .failure(.tooShort): return call.fail(BlueZError.invalidValueLength)
+        case .failure: return call.fail(BlueZError.failed("Operation failed with ATT error: 0x80"))
+        }
+        switch command {
+        case .start(let unixTime):
+            self.logger.info("\(device.addressString) start command (device clock \(unixTime))")
+            self.startStreaming(device)
+        }
+        call.reply()
+    }
+
+    func acquireNotify(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice, _ call: DBusMethodCall) {
+        if self.failIfInjected(call, "AcquireNotify") { return }
+        // bluetoothd's order of checks (src/gatt-client.c, characteristic_acquire_notify).
+        guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
+        guard characteristic.notifyFD == nil else { return call.fail(BlueZError.notPermitted("Notify acquired")) }
+        guard characteristic.notifyClients.isEmpty else { return call.fail(BlueZError.inProgress) }
+        guard characteristic.canNotify else { return call.fail(BlueZError.notSupported) }
+        let ours: FileDescriptor
+        let theirs: FileDescriptor
+        do {
+            (ours, theirs) = try FileDescriptor.socketPair(type: CInt(SOCK_SEQPACKET.rawValue), nonBlocking: true)
+        } catch {
+            return call.fail(BlueZError.failed("Failed to create socket pair: \(error)"))
+        }
+        do {
+            characteristic.notifyRegistration = try self.loop.register(ours, interest: [.readable, .readHangup]) {
+                [weak self, weak characteristic] _ in
+                guard let self, let characteristic else { return }
+                self.notifySocketEvent(characteristic)
+            }
+        } catch {
+            ours.close()
+            theirs.close()
+            return call.fail(BlueZError.failed("Failed to watch socket: \(error)"))
+        }
+        characteristic.notifyFD = ours
+        call.reply([.unixFD(theirs.rawValue), .uint16(Simulator.attMTU)])
+        // D-Bus sent a duplicate; the client owns that one.
+        theirs.close()
+        self.setCharacteristic(characteristic, "NotifyAcquired", .boolean(true))
+    }
+
+    /// Our end of an acquired socket became readable or hung up: the client closed its fd (or wrote to it).
+    func notifySocketEvent(_ characteristic: SimulatedCharacteristic) {
+        guard let fd = characteristic.notifyFD else { return }
+        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let n = withUnsafeMutableBytes(of: &scratch) { buffer in
+            recv(fd.rawValue, buffer.baseAddress, buffer.count, CInt(MSG_DONTWAIT))
+        }
+        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+            self.logger.debug("notify fd of \(characteristic.path) closed by the client")
+            self.releaseNotifyFD(characteristic, emit: true)
+        }
+    }
+
+    /// Closes our end of the acquired socket (the client sees a hang-up) and clears `NotifyAcquired`.
+    func releaseNotifyFD(_ characteristic: SimulatedCharacteristic, emit: Bool) {
+        guard let fd = characteristic.notifyFD else { return }
+        if let registration = characteristic.notifyRegistration { self.loop.deregister(registration) }
+        characteristic.notifyRegistration = nil
+        fd.close()
+        characteristic.notifyFD = nil
+        if emit { self.setCharacteristic(characteristic, "NotifyAcquired", .boolean(false)) }
+    }
+
+    func startNotify(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice, _ call: DBusMethodCall) {
+        if self.failIfInjected(call, "StartNotify") { return }
+        guard let sender = call.sender else { return call.fail(BlueZError.failed("No sender")) }
+        guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
+        guard characteristic.notifyFD == nil else { return call.fail(BlueZError.notPermitted("Notify acquired")) }
+        guard characteristic.canNotify else { return call.fail(BlueZError.notSupported) }
+        guard !characteristic.notifyClients.contains(sender) else { return call.fail(BlueZError.inProgress) }
+        characteristic.notifyClients.append(sender)
+        self.setCharacteristic(characteristic, "Notifying", .boolean(true))
+        call.reply()
+    }
+
+    func stopNotify(_ characteristic: SimulatedCharacteristic, _ call: DBusMethodCall) {
+        if self.failIfInjected(call, "StopNotify") { return }
+        guard let sender = call.sender, let index = characteristic.notifyClients.firstIndex(of: sender) else {
+            return call.fail(BlueZError.failed("No notify session started"))
+        }
+        characteristic.notifyClients.remove(at: index)
+        if characteristic.notifyClients.isEmpty {
+            self.setCharacteristic(characteristic, "Notifying", .boolean(false))
+        }
+        call.reply()
+    }
+}

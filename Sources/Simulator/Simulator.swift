@@ -1,0 +1,291 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DBus
+import EventLoop
+import Logging
+import Posix
+
+/// A BlueZ-compatible D-Bus service with simulated E4 wristbands (SPEC §13).
+///
+/// Two bus connections: one owns `org.bluez` and serves bluetoothd's objects (ObjectManager at `/`, `/org/bluez`,
+/// adapter `hci0`, devices, GATT); the other owns `org.empalink.Simulator` and serves the control interface, so
+/// that a simulated bluetoothd restart (the first connection closed and reopened with a new unique name) leaves
+/// control reachable. Everything runs on one ``EventLoop`` thread: one repeating tick streams every device's
+/// packets from its sample clocks, a 1 s tick drives advertising, RSSI and timeouts.
+public final class Simulator {
+    public static let busName = "org.bluez"
+    public static let controlName = "org.empalink.Simulator"
+    public static let controlPath = "/org/empalink/simulator"
+    public static let controlInterface = "org.empalink.Simulator1"
+    static let adapterPath = "/org/bluez/hci0"
+    static let adapterAddress = "00:E0:4C:53:49:4D"
+
+    public let loop: EventLoop
+    let busAddress: String
+    let scenario: Scenario
+    let logger: Logger
+    let truthDirectory: String?
+    var devices: [SimulatedDevice] = []
+
+    var bluez: DBusConnection?
+    var control: DBusConnection?
+    var nameOwnerSubscription: UInt64?
+
+    // Adapter and discovery (bluetoothd's per-client sessions).
+    var powered = true
+    var filters: [String: DiscoveryFilter] = [:]
+    var discoverySessions: [String] = []
+    var discoveringSince: Double?
+    var discoveringTotal = 0.0
+    var monitors: [AdvertisementMonitor] = []
+    var injected: [String: InjectedError] = [:]
+
+    // Counters for Stats.
+    var duplicateDataUses = 0
+    var discoverableUses = 0
+    var startDiscoveryCalls = 0
+    var connectCalls = 0
+    var restarts = 0
+    var serviceUp = false
+    var faultsApplied = 0
+
+    let startInstant: MonotonicInstant
+    let startWall: Double
+    var tickTimer: TimerHandle?
+    var secondTimer: TimerHandle?
+    var faultTimers: [TimerHandle] = []
+    var powerTimer: TimerHandle?
+    var restartTimer: TimerHandle?
+    var truths: [Int: TruthRecorder] = [:]
+    var stopped = false
+
+    /// Creates the simulator; call ``start()`` on the loop's thread.
+    ///
+    /// - Parameters:
+    ///   - busAddress: the D-Bus address to serve on.
+    ///   - devices: how many wristbands (1…255).
+    ///   - seed: the seed every signal and random choice derives from.
+    ///   - scenario: timing, physiology and scheduled faults.
+    ///   - truthDirectory: where to write the truth, or `nil`.
+    ///   - loop: the loop everything runs on.
+    ///   - logger: where events go.
+    public init(busAddress: String, devices: Int, seed: UInt64, scenario: Scenario, truthDirectory: String?,
+                loop: EventLoop, logger: Logger) {
+        self.busAddress = busAddress
+        self.scenario = scenario
+        self.truthDirectory = truthDirectory
+        self.loop = loop
+        self.logger = logger
+        self.startInstant = .now
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        self.startWall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        var rates = SimRandom(seed: seed, 0xBEA7)
+        for index in 1...max(1, min(devices, 255)) {
+            var parameters = scenario.physiology
+            if let range = scenario.heartRateRange {
+                parameters.heartRate = rates.uniform(range)
+            }
+            if let override = scenario.devices[index] { parameters = override }
+            self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters))
+        }
+    }
+
+    /// Simulator seconds since start (monotonic).
+    var now: Double {
+        let elapsed = self.startInstant.duration(to: .now).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
+
+    /// The wall-clock time of simulator time `t`.
+    func wall(_ t: Double) -> Double { self.startWall + t }
+
+    /// Connects to the bus, takes both names, exports the adapter and starts the ticks and scheduled faults.
+    ///
+    /// - Throws: ``SimulatorError`` when the bus cannot be reached or a name is taken.
+    public func start() throws(SimulatorError) {
+        self.loop.assertInEventLoop()
+        if let directory = self.truthDirectory {
+            for device in self.devices {
+                do {
+                    self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial)
+                } catch {
+                    throw SimulatorError("cannot write truth to \(directory)/\(device.serial): \(error)")
+                }
+            }
+        }
+        do {
+            let control = try DBusConnection.connect(address: self.busAddress, loop: self.loop)
+            guard try control.requestName(Simulator.controlName) else {
+                control.close()
+                throw SimulatorError("\(Simulator.controlName) is already owned on \(self.busAddress)")
+            }
+            self.control = control
+            try self.exportControl(on: control)
+        } catch let error as SimulatorError {
+            throw error
+        } catch {
+            throw SimulatorError("cannot connect to the bus at \(self.busAddress): \(error)")
+        }
+        try self.bringBlueZUp()
+        do {
+            let tick = Duration.milliseconds(self.scenario.timing.tickMilliseconds)
+            self.tickTimer = try self.loop.scheduleTimer(after: tick, repeating: tick) { [weak self] in
+                self?.streamTick()
+            }
+            self.secondTimer = try self.loop.scheduleTimer(after: .seconds(1), repeating: .seconds(1)) { [weak self] in
+                self?.radioTick()
+            }
+            for fault in self.scenario.faults {
+                let delay = Duration.microseconds(Int64(fault.at * 1e6))
+                self.faultTimers.append(try self.loop.scheduleTimer(after: delay) { [weak self] in
+                    self?.logger.info("scenario fault at \(fault.at) s: \(fault.action)")
+                    _ = self?.apply(fault.action)
+                })
+            }
+        } catch {
+            throw SimulatorError("cannot schedule timers: \(error)")
+        }
+        self.logger.info("simulating \(self.devices.count) wristband(s) on \(self.busAddress)")
+    }
+
+    /// Stops streaming, closes every fd and both connections, and flushes the truth.
+    public func stop() {
+        guard !self.stopped else { return }
+        self.stopped = true
+        for timer in [self.tickTimer, self.secondTimer, self.powerTimer, self.restartTimer].compactMap({ $0 }) {
+            _ = self.loop.cancel(timer)
+        }
+        for timer in self.faultTimers { _ = self.loop.cancel(timer) }
+        self.bringBlueZDown()
+        self.control?.close()
+        self.control = nil
+        for truth in self.truths.values { truth.flush() }
+    }
+
+    // MARK: The BlueZ face
+
+    /// Opens the `org.bluez` connection and exports `/org/bluez` and the adapter (a bluetoothd start).
+    func bringBlueZUp() throws(SimulatorError) {
+        let connection: DBusConnection
+        do {
+            connection = try DBusConnection.connect(address: self.busAddress, loop: self.loop)
+            guard try connection.requestName(Simulator.busName) else {
+                connection.close()
+                throw SimulatorError("\(Simulator.busName) is already owned on \(self.busAddress)")
+            }
+        } catch let error as SimulatorError {
+            throw error
+        } catch {
+            throw SimulatorError("cannot connect to the bus at \(self.busAddress): \(error)")
+        }
+        self.bluez = connection
+        self.serviceUp = true
+        do {
+            try connection.objects.addObjectManager(at: "/")
+            try connection.objects.export("/org/bluez", interfaces: [
+                DBusInterface(name: "org.bluez.AgentManager1", methods: [
+                    DBusMethod("RegisterAgent", in: "os") { $0.reply() },
+                    DBusMethod("UnregisterAgent", in: "o") { $0.reply() },
+                    DBusMethod("RequestDefaultAgent", in: "o") { $0.reply() },
+                ]),
+            ])
+            try self.exportAdapter(on: connection)
+            self.nameOwnerSubscription = try connection.subscribe(
+                DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                              member: "NameOwnerChanged")
+            ) { [weak self] message in
+                guard let arguments = try? message.arguments(), arguments.count == 3,
+                      let name = arguments[0].string, let newOwner = arguments[2].string,
+                      name.hasPrefix(":"), newOwner.isEmpty else { return }
+                self?.clientLeft(name)
+            }
+        } catch {
+            throw SimulatorError("cannot export the BlueZ objects: \(error)")
+        }
+        connection.onDisconnect = { [weak self] in
+            guard let self, self.bluez === connection else { return }
+            self.logger.error("lost the bus connection of \(Simulator.busName)")
+            self.bringBlueZDown()
+        }
+        self.logger.info("\(Simulator.busName) up as \(connection.uniqueName)")
+    }
+
+    /// Closes the `org.bluez` connection: every device is dropped, sessions, monitors and fds end, as when
+    /// bluetoothd exits.
+    func bringBlueZDown() {
+        guard let connection = self.bluez else { return }
+        for device in self.devices {
+            if device.state != .disconnected {
+                self.dropConnection(device, reason: "bluetoothd stopped", emit: false)
+            }
+            device.exported = false
+            device.rssiPresent = false
+            device.gattExported = false
+        }
+        self.stopDiscoveringClock()
+        self.filters.removeAll()
+        self.discoverySessions.removeAll()
+        self.monitors.removeAll()
+        self.bluez = nil
+        self.serviceUp = false
+        connection.onDisconnect = nil
+        connection.close()
+    }
+
+    /// A bus client went away: end its discovery session, filter, notify sessions and monitors.
+    func clientLeft(_ name: String) {
+        self.filters[name] = nil
+        if let index = self.discoverySessions.firstIndex(of: name) {
+            self.discoverySessions.remove(at: index)
+            self.logger.debug("discovery client \(name) left the bus")
+            self.updateDiscovering()
+        }
+        self.monitors.removeAll { $0.owner == name }
+        for device in self.devices {
+            for characteristic in device.characteristics where characteristic.notifyClients.contains(name) {
+                characteristic.notifyClients.removeAll { $0 == name }
+                if characteristic.notifyClients.isEmpty && characteristic.notifyFD == nil {
+                    self.setCharacteristic(characteristic, "Notifying", .boolean(false))
+                }
+            }
+        }
+    }
+
+    /// Answers `call` with an armed error for `method`, if any.
+    ///
+    /// - Returns: whether the call was answered.
+    func failIfInjected(_ call: DBusMethodCall, _ method: String) -> Bool {
+        guard var armed = self.injected[method] else { return false }
+        armed.remaining -= 1
+        self.injected[method] = armed.remaining > 0 ? armed : nil
+        self.logger.info("injected error for \(method): \(armed.error)")
+        call.fail(armed.error)
+        return true
+    }
+
+    /// Sets a property on the BlueZ face (no-op while it is down).
+    func setProperty(_ path: String, _ interface: String, _ name: String, _ value: DBusValue?) {
+        self.bluez?.objects.setProperty(path, interface: interface, name: name, value: value)
+    }
+
+    func setCharacteristic(_ characteristic: SimulatedCharacteristic, _ name: String, _ value: DBusValue?) {
+        self.setProperty(characteristic.path, "org.bluez.GattCharacteristic1", name, value)
+    }
+
+    /// Runs `work` after `milliseconds` on the loop (a realistic radio or bluetoothd delay).
+    @discardableResult
+    func after(milliseconds: Int, _ work: @escaping () -> Void) -> TimerHandle? {
+        try? self.loop.scheduleTimer(after: .milliseconds(max(milliseconds, 0)), handler: work)
+    }
+
+    /// The devices a control or scenario selector names: `""`/`"*"` all, else an address, serial or 1-based index.
+    func devices(matching selector: String) -> [SimulatedDevice] {
+        if selector.isEmpty || selector == "*" { return self.devices }
+        let lowered = selector.lowercased()
+        return self.devices.filter {
+            $0.addressString.lowercased() == lowered || $0.serial == lowered || String($0.index) == selector
+        }
+    }
+}

@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DBus
+import EventLoop
+import Logging
+import Posix
+
+/// `empalink-sim`'s command line (SPEC §13): parse, load the scenario, serve until SIGTERM/SIGINT.
+public enum SimulatorCommand {
+    static let usage = """
+        usage: empalink-sim --bus ADDRESS|--system|--session --devices N [--seed S] [--scenario FILE]
+                            [--truth DIR] [--log-level error|warn|info|debug]
+
+        options:
+          --bus ADDRESS    serve on this D-Bus address (e.g. unix:path=/tmp/bus)
+          --system         serve on the system bus ($DBUS_SYSTEM_BUS_ADDRESS or the standard socket)
+          --session        serve on the session bus ($DBUS_SESSION_BUS_ADDRESS)
+          --devices N      simulated wristbands, 1…255; device k is 00:07:80:A0:01:kk (serial a001kk)
+          --seed S         seed of every signal and random choice (default 1)
+          --scenario FILE  timing, physiology and scheduled faults (TOML; see Docs/simulator.md)
+          --truth DIR      write the exact truth per device to DIR/<serial>/
+          --log-level L    error, warn, info (default) or debug
+          --help           print this help
+        """
+
+    /// Parses `arguments` (without the program name).
+    ///
+    /// - Returns: the options, or a one-line usage error.
+    public static func parse(_ arguments: [String]) -> Result<SimulatorOptions, SimulatorError> {
+        var options = SimulatorOptions()
+        var sawDevices = false
+        var index = 0
+        func value(_ name: String) -> String? {
+            guard index + 1 < arguments.count else { return nil }
+            index += 1
+            return arguments[index]
+        }
+        while index < arguments.count {
+            var argument = arguments[index]
+            var inline: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                inline = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            func next() -> String? { inline ?? value(argument) }
+            switch argument {
+            case "--bus":
+                guard let address = next(), !address.isEmpty else { return .failure(.init("--bus needs an ADDRESS")) }
+                options.bus = .address(address)
+            case "--system": options.bus = .system
+            case "--session": options.bus = .session
+            case "--devices":
+                guard let text = next(), let count = Int(text), (1...255).contains(count) else {
+                    return .failure(.init("--devices needs a number from 1 to 255"))
+                }
+                options.devices = count
+                sawDevices = true
+            case "--seed":
+                guard let text = next(), let seed = UInt64(text) else {
+                    return .failure(.init("--seed needs a non-negative integer"))
+                }
+                options.seed = seed
+            case "--scenario":
+                guard let path = next(), !path.isEmpty else { return .failure(.init("--scenario needs a FILE")) }
+                options.scenarioPath = path
+            case "--truth":
+                guard let path = next(), !path.isEmpty else { return .failure(.init("--truth needs a DIR")) }
+                options.truthDirectory = path
+            case "--log-level":
+                guard let text = next(), let level = LogLevel(name: text) else {
+                    return .failure(.init("--log-level needs one of error, warn, info, debug"))
+                }
+                options.logLevel = level
+            case "--help", "-h":
+                options.help = true
+            default:
+                return .failure(.init("unknown option '\(arguments[index])'"))
+            }
+            index += 1
+        }
+        if options.help { return .success(options) }
+        guard options.bus != nil else { return .failure(.init("choose a bus: --bus ADDRESS, --system or --session")) }
+        guard sawDevices else { return .failure(.init("--devices N is required")) }
+        return .success(options)
+    }
+
+    /// Runs the simulator with `arguments` (without the program name).
+    ///
+    /// - Returns: the exit code: 0 after SIGTERM/SIGINT, 1 runtime failure, 2 usage or scenario error.
+    public static func main(arguments: [String]) -> Int32 {
+        let options: SimulatorOptions
+        switch self.parse(arguments) {
+        case .success(let parsed): options = parsed
+        case .failure(let error):
+            Console.err("empalink-sim: \(error.message)")
+            Console.err(self.usage)
+            return 2
+        }
+        if options.help {
+            Console.out(self.usage + "\n")
+            return 0
+        }
+        var scenario = Scenario()
+        if let path = options.scenarioPath {
+            let bytes: [UInt8]
+            do {
+                bytes = try readFile(atPath: path)
+            } catch {
+                Console.err("empalink-sim: cannot read scenario \(path): \(error)")
+                return 2
+            }
+            do {
+                scenario = try Scenario.parse(String(decoding: bytes, as: UTF8.self))
+            } catch {
+                Console.err("\(path):\(error.position): error: \(error.message)")
+                return 2
+            }
+        }
+        let address: String
+        switch options.bus {
+        case .address(let value)?: address = value
+        case .system?: address = DBusConnection.systemBusAddress
+        case .session?, nil:
+            guard let session = DBusConnection.sessionBusAddress else {
+                Console.err("empalink-sim: --session needs DBUS_SESSION_BUS_ADDRESS")
+                return 2
+            }
+            address = session
+        }
+        let logger = Logger.standard(identifier: "empalink-sim", level: options.logLevel)
+        let loop: EventLoop
+        do {
+            try EventLoop.blockSignals([SIGTERM, SIGINT, SIGPIPE])
+            loop = try EventLoop()
+        } catch {
+            Console.err("empalink-sim: cannot create the event loop: \(error)")
+            return 1
+        }
+        let simulator = Simulator(busAddress: address, devices: options.devices, seed: options.seed,
+                                  scenario: scenario, truthDirectory: options.truthDirectory, loop: loop,
+                                  logger: logger)
+        var failure: SimulatorError?
+        do {
+            try loop.onSignal(SIGTERM) { _ in loop.stop() }
+            try loop.onSignal(SIGINT) { _ in loop.stop() }
+        } catch {
+            Console.err("empalink-sim: cannot watch signals: \(error)")
+            return 1
+        }
+        do {
+            try simulator.start()
+        } catch {
+            failure = error
+        }
+        if let failure {
+            Console.err("empalink-sim: \(failure.message)")
+            simulator.stop()
+            loop.close()
+            return 1
+        }
+        loop.run()
+        simulator.stop()
+        loop.close()
+        return 0
+    }
+}

@@ -1,0 +1,32 @@
+import E4
+
+/// The sample clocks and encoder state of one streaming session (from a start command to the disconnect).
+///
+/// Each stream's clock counts samples on the simulator's global grid (`index / fs` seconds after start), so the
+/// rate is exact over any period and packets leave when their last sample is due.
+struct StreamSession {
+    let number: Int
+    /// Simulator time of the start command.
+    let start: Double
+    var bvpNext: Int
+    var accNext: Int
+    var gsrNext: Int
+    var temperatureNext: Int
+    var bvpEncoder = E4BVPEncoder()
+    /// What a decoder reset at connect reconstructs from the packets as sent (before faults): the truth.
+    var bvpDecoder = E4BVPDecoder()
+    var bvpOrigin: (green: Double, red: Double)?
+    var accCounter: UInt16 = 0
+    var gsrCounter: UInt16 = 0
+    var temperatureCounter: UInt32 = 0
+    var lastBattery: UInt8?
+
+    init(number: Int, start: Double) {
+        self.number = number
+        self.start = start
+        self.bvpNext = Int((start * 64).rounded(.up))
+        self.accNext = Int((start * 32).rounded(.up))
+        self.gsrNext = Int((start * 4).rounded(.up))
+        self.temperatureNext = Int((start * 4).rounded(.up))
+    }
+}

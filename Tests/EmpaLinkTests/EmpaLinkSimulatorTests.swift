@@ -1,0 +1,335 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlueZ
+import DBus
+import E4
+import EventLoop
+import Foundation
+import Testing
+import TestSupport
+
+@testable import EmpaLink
+
+/// The EmpaLink API against `empalink-sim` on a private bus: discovery, authorization, streams against the
+/// simulator's truth, and recovery from the faults a clinic sees.
+@Suite(.serialized) struct EmpaLinkSimulatorTests {
+    static let apiKey = "integration-test-key"
+
+    /// Records everything the API reports.
+    final class Recorder: EmpaticaDelegate, EmpaticaDeviceDelegate {
+        var statuses: [BLEStatus] = []
+        var devices: [EmpaticaDeviceManager] = []
+        var deviceStatuses: [DeviceStatus] = []
+        var bvp: [(Double, Float)] = []
+        var acc: [(Double, Int8, Int8, Int8)] = []
+        var gsr: [(Double, Float)] = []
+        var temp: [(Double, Float)] = []
+        var battery: [Float] = []
+        var onDevices: (([EmpaticaDeviceManager]) -> Void)?
+        var onStatus: ((DeviceStatus) -> Void)?
+        var onBLEStatus: ((BLEStatus) -> Void)?
+
+        func didUpdateBLEStatus(_ status: BLEStatus) {
+            self.statuses.append(status)
+            self.onBLEStatus?(status)
+        }
+
+        func didDiscoverDevices(_ devices: [EmpaticaDeviceManager]) {
+            self.devices = devices
+            self.onDevices?(devices)
+        }
+
+        func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {
+            self.deviceStatuses.append(status)
+            self.onStatus?(status)
+        }
+
+        func didReceiveBVP(_ bvp: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
+            self.bvp.append((timestamp, bvp))
+        }
+
+        func didReceiveGSR(_ gsr: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
+            self.gsr.append((timestamp, gsr))
+        }
+
+        func didReceiveTemperature(_ temp: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
+            self.temp.append((timestamp, temp))
+        }
+
+        func didReceiveAcceleration(x: Int8, y: Int8, z: Int8, timestamp: Double, from device: EmpaticaDeviceManager) {
+            self.acc.append((timestamp, x, y, z))
+        }
+
+        func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
+            self.battery.append(level)
+        }
+    }
+
+    /// A private bus, the simulator, and the API on a loop owned by the calling thread.
+    final class Rig {
+        let bus: TestBus
+        let sim: SimProcess
+        let loop: EventLoop
+        let connection: DBusConnection
+        let api: EmpaticaAPI
+        let recorder = Recorder()
+
+        init(devices: Int, allow: [String]?, options: EmpaticaAPI.Options = EmpaticaAPI.Options()) throws {
+            self.bus = try TestBus()
+            self.sim = try SimProcess(bus: self.bus, devices: devices)
+            self.loop = try EventLoop()
+            self.connection = try DBusConnection.connect(address: self.bus.address, loop: self.loop)
+            let keyring = self.bus.directory + "/keyring.toml"
+            try (Keyring.entryText(apiKey: EmpaLinkSimulatorTests.apiKey, devices: allow) ?? "")
+                .write(toFile: keyring, atomically: true, encoding: .utf8)
+            var options = options
+            options.keyringPath = keyring
+            options.reconnectInitial = .milliseconds(200)
+            options.reconnectMax = .seconds(2)
+            self.api = try EmpaticaAPI(connection: self.connection, options: options)
+        }
+
+        /// Calls the simulator's control interface.
+        func control(_ member: String, _ arguments: [DBusValue], then: @escaping ([DBusValue]) -> Void = { _ in }) {
+            self.connection.call(destination: "org.empalink.Simulator", path: "/org/empalink/simulator",
+                                 interface: "org.empalink.Simulator1", member: member, arguments: arguments) {
+                result in
+                switch result {
+                case .success(let values): then(values)
+                case .failure(let error): Issue.record("control \(member) failed: \(error)")
+                }
+            }
+        }
+
+        /// Runs the loop until `condition` holds (checked every 50 ms) or `limit` passes.
+        @discardableResult
+        func run(until condition: @escaping () -> Bool, limit: Duration = .seconds(20)) throws -> Bool {
+            var met = condition()
+            if met { return true }
+            let poll = try self.loop.scheduleTimer(after: .milliseconds(50), repeating: .milliseconds(50)) {
+                if condition() {
+                    met = true
+                    self.loop.stop()
+                }
+            }
+            let guardTimer = try self.loop.scheduleTimer(after: limit) { self.loop.stop() }
+            self.loop.run()
+            self.loop.cancel(poll)
+            self.loop.cancel(guardTimer)
+            return met
+        }
+
+        func run(for duration: Duration) throws {
+            _ = try self.loop.scheduleTimer(after: duration) { self.loop.stop() }
+            self.loop.run()
+        }
+
+        func close() {
+            for device in self.api.devices { device.disconnect() }
+            try? self.run(for: .milliseconds(200))
+            self.connection.close()
+            self.loop.close()
+            self.sim.stop()
+        }
+    }
+
+    /// Reads a truth CSV: rows of numbers by column name.
+    static func truth(_ rig: Rig, serial: String, _ file: String) throws -> [[String: Double]] {
+        let text = try String(contentsOfFile: "\(rig.sim.truth)/\(serial)/\(file)", encoding: .utf8)
+        var lines = text.split(separator: "\n").map(String.init)
+        guard !lines.isEmpty else { return [] }
+        let header = lines.removeFirst().split(separator: ",").map(String.init)
+        return lines.map { line in
+            var row: [String: Double] = [:]
+            for (name, cell) in zip(header, line.split(separator: ",", omittingEmptySubsequences: false)) {
+                row[name] = Double(cell)
+            }
+            return row
+        }
+    }
+
+    @Test func discoveryNeedsAuthenticationAndReportsWhoIsAllowed() throws {
+        let rig = try Rig(devices: 3, allow: ["a00101", "a00102"])
+        defer { rig.close() }
+        #expect(throws: EmpaLinkError.notAuthenticated) { try rig.api.discoverDevices(delegate: rig.recorder) }
+        #expect(throws: EmpaLinkError.self) { try rig.api.authenticate(apiKey: "wrong") }
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { rig.recorder.devices.count == 3 }))
+        #expect(rig.recorder.devices.map(\.serialNumber) == ["a00101", "a00102", "a00103"])
+        #expect(rig.recorder.devices.map(\.allowed) == [true, true, false])
+        #expect(rig.recorder.devices.allSatisfy { $0.name == "Empatica E4" && $0.rssi != nil })
+        #expect(rig.recorder.statuses.contains(.scanning))
+        let refused = rig.recorder.devices[2]
+        #expect(throws: EmpaLinkError.notAllowed(serial: "a00103")) { try refused.connect(delegate: rig.recorder) }
+        #expect(refused.deviceStatus == .disconnected)
+    }
+
+    @Test func streamsMatchTheSimulatorsTruth() throws {
+        let rig = try Rig(devices: 1, allow: nil)
+        defer { rig.close() }
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder)
+        #expect(try rig.run(until: { device.deviceStatus == .connected }))
+        try rig.run(for: .seconds(3))
+        device.disconnect()
+        #expect(try rig.run(until: { device.deviceStatus == .disconnected }))
+        rig.sim.stop()  // flushes the truth files
+
+        let bvpTruth = try Self.truth(rig, serial: "a00101", "bvp.csv").filter { $0["status"] == 0 }
+        #expect(rig.recorder.bvp.count >= 150, "3 s at 64 Hz")
+        #expect(bvpTruth.count >= rig.recorder.bvp.count)
+        for (index, (time, value)) in rig.recorder.bvp.enumerated() {
+            guard index < bvpTruth.count, let truthValue = bvpTruth[index]["value"], let truthTime = bvpTruth[index]["t"]
+            else { break }
+            #expect(abs(Double(value) - truthValue) < 1e-3, "BVP sample \(index)")
+            #expect(abs(time - truthTime) <= 1.0 / 64 + 0.005, "BVP time \(index): \(time) vs \(truthTime)")
+        }
+        let accTruth = try Self.truth(rig, serial: "a00101", "acc.csv").filter { $0["status"] == 0 }
+        #expect(rig.recorder.acc.count >= 80)
+        for (index, sample) in rig.recorder.acc.enumerated() where index < accTruth.count {
+            let row = accTruth[index]
+            #expect([Double(sample.1), Double(sample.2), Double(sample.3)] == [row["x"], row["y"], row["z"]],
+                    "ACC sample \(index)")
+            #expect(abs(sample.0 - (row["t"] ?? 0)) <= 1.0 / 32 + 0.005)
+        }
+        let gsrTruth = try Self.truth(rig, serial: "a00101", "gsr.csv").filter { $0["status"] == 0 }
+        #expect(!rig.recorder.gsr.isEmpty)
+        for (index, sample) in rig.recorder.gsr.enumerated() where index < gsrTruth.count {
+            let expected = gsrTruth[index]["microsiemens"] ?? -1
+            #expect(abs(Double(sample.1) - expected) <= max(1e-4, expected * 1e-5), "GSR sample \(index)")
+        }
+        let tempTruth = try Self.truth(rig, serial: "a00101", "temp.csv").filter { $0["status"] == 0 }
+        for (index, sample) in rig.recorder.temp.enumerated() where index < tempTruth.count {
+            #expect(abs(Double(sample.1) - (tempTruth[index]["celsius"] ?? -1000)) < 1e-3, "temperature \(index)")
+        }
+        #expect(!rig.recorder.battery.isEmpty)
+        #expect(device.statistics.decodeErrors == 0)
+    }
+
+    /// Connects device 1 of a fresh rig and waits until it streams.
+    func connectedRig(options: EmpaticaAPI.Options = EmpaticaAPI.Options()) throws
+        -> (Rig, EmpaticaDeviceManager)
+    {
+        let rig = try Rig(devices: 1, allow: nil, options: options)
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder)
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 }))
+        return (rig, device)
+    }
+
+    /// Runs a fault and measures how long until the device streams again.
+    func recovery(_ rig: Rig, _ device: EmpaticaDeviceManager, fault: String, _ arguments: [DBusValue],
+                  limit: Duration = .seconds(20)) throws -> Double {
+        let start = Date()
+        var sawDisconnect = false
+        rig.recorder.onStatus = { status in if status == .disconnected { sawDisconnect = true } }
+        rig.control(fault, arguments)
+        #expect(try rig.run(until: { sawDisconnect }, limit: .seconds(10)), "\(fault): no disconnect seen")
+        let before = rig.recorder.bvp.count
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > before + 11 },
+                            limit: limit), "\(fault): did not recover")
+        let seconds = Date().timeIntervalSince(start)
+        print("recovery after \(fault): \(String(format: "%.2f", seconds)) s")
+        return seconds
+    }
+
+    @Test func recoversFromADeviceDisconnect() throws {
+        let (rig, device) = try self.connectedRig()
+        defer { rig.close() }
+        let seconds = try self.recovery(rig, device, fault: "Disconnect", [.string("a00101")])
+        #expect(seconds < 10)
+        #expect(device.counters.linkLosses == 1)
+    }
+
+    @Test func recoversFromAnAdapterPowerCycle() throws {
+        let (rig, device) = try self.connectedRig()
+        defer { rig.close() }
+        let seconds = try self.recovery(rig, device, fault: "PowerCycle", [.double(1.0)])
+        #expect(seconds < 15)
+        #expect(rig.recorder.statuses.contains(.notAvailable))
+    }
+
+    @Test func recoversWhenBlueZLeavesAndRejoinsTheBus() throws {
+        let (rig, device) = try self.connectedRig()
+        defer { rig.close() }
+        let seconds = try self.recovery(rig, device, fault: "RestartService", [.double(1.0)])
+        #expect(seconds < 15)
+        #expect(rig.recorder.statuses.contains(.notAvailable))
+    }
+
+    @Test func recoversFromOutOfRange() throws {
+        let (rig, device) = try self.connectedRig()
+        defer { rig.close() }
+        let seconds = try self.recovery(rig, device, fault: "SetOutOfRange", [.string("a00101"), .double(2.0)])
+        #expect(seconds >= 2)
+        #expect(seconds < 20)
+    }
+
+    @Test(arguments: [
+        ("org.bluez.Error.Failed", "le-connection-abort-by-local", 2),
+        ("org.bluez.Error.NotReady", "Resource Not Ready", 1),
+        ("org.bluez.Error.InProgress", "In Progress", 1),
+    ])
+    func connectRetriesThroughInjectedBlueZErrors(name: String, message: String, count: Int) throws {
+        var options = EmpaticaAPI.Options()
+        // InProgress means BlueZ is busy connecting: we wait for it up to the connect timeout, then retry.
+        options.connectTimeout = .seconds(3)
+        let rig = try Rig(devices: 1, allow: nil, options: options)
+        defer { rig.close() }
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        var injected = false
+        rig.control("InjectError", [.string("Connect"), .string(name), .string(message), .uint32(UInt32(count))]) {
+            _ in injected = true
+        }
+        #expect(try rig.run(until: { injected }))
+        let device = try #require(rig.recorder.devices.first)
+        let start = Date()
+        try device.connect(delegate: rig.recorder)
+        #expect(try rig.run(until: { device.deviceStatus == .connected }, limit: .seconds(20)))
+        print("connected through \(count) × \(name) after \(String(format: "%.2f", Date().timeIntervalSince(start))) s")
+        #expect(device.counters.connectFailures == UInt64(count))
+        #expect(device.counters.connectAttempts == UInt64(count + 1))
+        #expect(device.lastError == nil)
+    }
+
+    @Test func backgroundModeDutyCyclesDiscoveryAndKeepsStreaming() throws {
+        var options = EmpaticaAPI.Options()
+        options.backgroundScanWindow = .seconds(1)
+        options.backgroundScanInterval = .seconds(4)
+        let (rig, device) = try self.connectedRig(options: options)
+        defer { rig.close() }
+        // Keep discovery wanted although the one wristband is connected, to measure the duty cycle itself.
+        func discoveringSeconds(_ done: @escaping (Double) -> Void) {
+            rig.control("Stats", []) { values in done(values.first?.stringKeyed?["discovering_seconds"]?.double ?? -1) }
+        }
+        rig.api.prepareForBackground()
+        try rig.run(for: .milliseconds(100))
+        var start = -1.0
+        discoveringSeconds { start = $0 }
+        #expect(try rig.run(until: { start >= 0 }))
+        let packetsBefore = device.statistics.packets
+        try rig.run(for: .seconds(8))
+        var end = -1.0
+        discoveringSeconds { end = $0 }
+        #expect(try rig.run(until: { end >= 0 }))
+        let fraction = (end - start) / 8
+        print("background discovery duty: \(String(format: "%.3f", fraction)) (configured 0.25)")
+        #expect(fraction > 0.12 && fraction < 0.40)
+        #expect(device.deviceStatus == .connected)
+        #expect(device.statistics.lostPackets == 0)
+        // About 12.5 notifications/s (BVP 5.8, ACC 5.3, GSR 0.7, temperature 0.5) keep coming in background mode.
+        #expect(device.statistics.packets > packetsBefore + 80, "streams keep flowing in background mode")
+        rig.api.prepareForResume()
+        #expect(try rig.run(until: { rig.api.status == .scanning }, limit: .seconds(5)))
+    }
+}
