@@ -25,6 +25,15 @@ final class SimulatorHarness {
         self.bus = try SimulatorTestBus()
         self.loop = try EventLoop()
         self.truthDirectory = self.bus.directory + "/truth"
+        // dbus-daemon creates its socket before it listens: wait until a connection is accepted (bounded).
+        for attempt in 0..<200 {
+            if let probe = try? DBusConnection.connect(address: self.bus.address, loop: self.loop) {
+                probe.close()
+                break
+            }
+            if attempt == 199 { throw DBusError(name: "test.BusNotReady", message: "dbus-daemon does not accept") }
+            usleep(10_000)
+        }
         self.simulator = Simulator(busAddress: self.bus.address, devices: devices, seed: 7, scenario: scenario,
                                    truthDirectory: self.truthDirectory, loop: self.loop, logger: .discarding)
         try self.simulator.start()
