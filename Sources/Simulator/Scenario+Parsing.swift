@@ -42,8 +42,7 @@ extension Scenario {
                                     at: entry.keyPosition)
             }
         }
-        // A device override written before [physiology] still inherits it: re-apply in file order is not needed
-        // because overrides copy the base at their point; document that [physiology] comes first.
+        // A [[device]] table copies [physiology] as it stands at that point of the file: write [physiology] first.
         scenario.faults.sort { $0.at < $1.at }
         return scenario
     }
