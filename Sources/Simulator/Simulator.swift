@@ -244,6 +244,9 @@ public final class Simulator {
         }
         self.monitors.removeAll { $0.owner == name }
         for device in self.devices {
+            for characteristic in device.characteristics where characteristic.notifyOwner == name {
+                self.releaseNotifyFD(characteristic, emit: true)
+            }
             for characteristic in device.characteristics where characteristic.notifyClients.contains(name) {
                 characteristic.notifyClients.removeAll { $0 == name }
                 if characteristic.notifyClients.isEmpty && characteristic.notifyFD == nil {

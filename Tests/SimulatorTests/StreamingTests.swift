@@ -146,4 +146,23 @@ import Testing
         }
         close(fd2)
     }
+
+    @Test func theAcquiringClientLeavingReleasesTheFd() throws {
+        let h = try SimulatorHarness(devices: 1)
+        defer { h.close() }
+        try h.discoverAndConnect()
+        let other = try DBusConnection.connect(address: h.bus.address, loop: h.loop)
+        let path = h.charPath(0x3EA1)
+        guard case .success(let values) = h.call(path, "org.bluez.GattCharacteristic1", "AcquireNotify",
+                                                 [.properties([])], on: other),
+              case .unixFD(let fd)? = values.first else {
+            Issue.record("AcquireNotify failed")
+            return
+        }
+        let reader = try NotifyReader(fd: fd, loop: h.loop)
+        defer { reader.close() }
+        other.close()
+        #expect(h.wait { reader.hungUp })
+        #expect(h.property(path, "org.bluez.GattCharacteristic1", "NotifyAcquired") == .boolean(false))
+    }
 }
