@@ -29,6 +29,7 @@ extension Scenario {
                     let index = Int(try Self.integer(indexValue, "index", in: 1...10_000))
                     var rest = item
                     rest.entries.removeAll { $0.key == "index" }
+                    if rest["heart_rate"] != nil { scenario.explicitHeartRates.insert(index) }
                     var ignored = scenario
                     scenario.devices[index] = try Self.physiology(rest, base: scenario.physiology, allowRange: false,
                                                                   scenario: &ignored)

@@ -87,7 +87,13 @@ public final class Simulator {
             if let range = scenario.heartRateRange {
                 parameters.heartRate = rates.uniform(range)
             }
-            if let override = scenario.devices[index] { parameters = override }
+            if let override = scenario.devices[index] {
+                let drawn = parameters.heartRate
+                parameters = override
+                if !scenario.explicitHeartRates.contains(index) && scenario.heartRateRange != nil {
+                    parameters.heartRate = drawn
+                }
+            }
             self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters))
         }
     }

@@ -124,6 +124,7 @@ import Testing
         #expect(scenario.heartRateRange == 60...70)
         #expect(scenario.devices[2]?.heartRate == 150)
         #expect(scenario.devices[2]?.motionPerHour == 0)
+        #expect(scenario.explicitHeartRates == [2])
         #expect(scenario.faults.map(\.at) == [5, 30])
         #expect(scenario.faults[1].action == .outOfRange(device: "a00101", seconds: 10))
     }
