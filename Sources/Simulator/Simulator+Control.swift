@@ -33,7 +33,9 @@ extension Simulator {
                     self?.setPowered(call.arguments[0].bool ?? true)
                     call.reply()
                 },
-                DBusMethod("PowerCycle", in: "d") { call in run(call, .powerOff(seconds: max(number(call, 0), 0.001))) },
+                DBusMethod("PowerCycle", in: "d") { call in
+                    run(call, .powerOff(seconds: max(number(call, 0), 0.001)))
+                },
                 DBusMethod("RestartService", in: "d") { call in run(call, .restart(seconds: number(call, 0))) },
                 DBusMethod("PressTag", in: "s") { call in run(call, .tag(device: text(call, 0))) },
                 DBusMethod("InjectError", in: "sssu") { call in

@@ -98,7 +98,8 @@ extension Simulator {
         }
         // Radio connection, then GATT discovery; bluetoothd answers Connect once services are resolved.
         let jitter = Int(device.random.unit() * Double(timing.connectMilliseconds) * 0.5)
-        device.connectTimer = self.after(milliseconds: timing.connectMilliseconds + jitter) { [weak self, weak device] in
+        let delay = timing.connectMilliseconds + jitter
+        device.connectTimer = self.after(milliseconds: delay) { [weak self, weak device] in
             guard let self, let device, device.state == .connecting else { return }
             device.state = .connected
             device.connects += 1

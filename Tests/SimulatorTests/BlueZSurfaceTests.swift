@@ -63,7 +63,8 @@ import Testing
                 services[path] = service["UUID"]?.string
                 #expect(service["Device"] == .objectPath(SimulatorHarness.device1))
             }
-            if let characteristic = interfaces["org.bluez.GattCharacteristic1"], let uuid = characteristic["UUID"]?.string {
+            if let characteristic = interfaces["org.bluez.GattCharacteristic1"],
+               let uuid = characteristic["UUID"]?.string {
                 characteristics[uuid] = (characteristic["Service"]?.string ?? "", characteristic["Flags"])
                 #expect(characteristic["MTU"] != nil)
             }
@@ -132,7 +133,8 @@ import Testing
         defer { _ = close(fd) }
         #expect(h.errorName(h.call(bvp, "org.bluez.GattCharacteristic1", "AcquireNotify", [.properties([])]))
             == "org.bluez.Error.NotPermitted")
-        #expect(h.errorName(h.call(bvp, "org.bluez.GattCharacteristic1", "StartNotify")) == "org.bluez.Error.NotPermitted")
+        #expect(h.errorName(h.call(bvp, "org.bluez.GattCharacteristic1", "StartNotify"))
+            == "org.bluez.Error.NotPermitted")
         // Not notifiable; not readable; not writable.
         #expect(h.errorName(h.call(h.charPath(0x3E71), "org.bluez.GattCharacteristic1", "AcquireNotify",
                                    [.properties([])])) == "org.bluez.Error.NotSupported")
@@ -215,8 +217,10 @@ import Testing
         try #require(h.wait { h.simulator.devices[0].exported })
         #expect(h.errorName(h.control("InjectError", [.string("Connect"), .string("org.bluez.Error.Failed"),
                                                       .string("le-connection-abort-by-local"), .uint32(2)])) == nil)
-        #expect(h.errorName(h.call(SimulatorHarness.device1, "org.bluez.Device1", "Connect")) == "org.bluez.Error.Failed")
-        #expect(h.errorName(h.call(SimulatorHarness.device1, "org.bluez.Device1", "Connect")) == "org.bluez.Error.Failed")
+        #expect(h.errorName(h.call(SimulatorHarness.device1, "org.bluez.Device1", "Connect"))
+            == "org.bluez.Error.Failed")
+        #expect(h.errorName(h.call(SimulatorHarness.device1, "org.bluez.Device1", "Connect"))
+            == "org.bluez.Error.Failed")
         #expect(h.errorName(h.call(SimulatorHarness.device1, "org.bluez.Device1", "Connect")) == nil)
     }
 }

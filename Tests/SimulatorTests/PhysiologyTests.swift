@@ -156,7 +156,8 @@ import Testing
         #expect(options.seed == 5)
         #expect(options.truthDirectory == "/t")
         for bad in [["--devices", "2"], ["--system"], ["--system", "--devices", "0"], ["--session", "--devices", "x"],
-                    ["--system", "--devices", "1", "--frobnicate"], ["--system", "--devices", "1", "--log-level", "loud"]] {
+                    ["--system", "--devices", "1", "--frobnicate"],
+                    ["--system", "--devices", "1", "--log-level", "loud"]] {
             guard case .failure = SimulatorCommand.parse(bad) else {
                 Issue.record("accepted \(bad)")
                 continue

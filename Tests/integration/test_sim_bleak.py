@@ -143,8 +143,11 @@ def test_bleak_discovers_connects_and_streams_decodable_truth(simulator, monkeyp
         async with BleakClient(device) as client:
             uuids = {service.uuid for service in client.services}
             assert {uuid16(0x3EA0), uuid16(0x3EB0), uuid16(0x3E70)} <= uuids
-            await client.start_notify(uuid16(0x3EA1), lambda _, data: received["bvp"].append((time.time(), bytes(data))))
-            await client.start_notify(uuid16(0x3EA3), lambda _, data: received["acc"].append((time.time(), bytes(data))))
+            def collect(stream):
+                return lambda _, data: received[stream].append((time.time(), bytes(data)))
+
+            await client.start_notify(uuid16(0x3EA1), collect("bvp"))
+            await client.start_notify(uuid16(0x3EA3), collect("acc"))
             await client.write_gatt_char(uuid16(0x3E71), b"\x01" + struct.pack("<I", int(time.time())), response=True)
             deadline = time.monotonic() + 10
             while len(received["bvp"]) + len(received["acc"]) < 60 and time.monotonic() < deadline:
