@@ -14,7 +14,11 @@ extension Simulator {
             }
         }
         func text(_ call: DBusMethodCall, _ index: Int) -> String { call.arguments[index].string ?? "" }
-        func number(_ call: DBusMethodCall, _ index: Int) -> Double { call.arguments[index].double ?? 0 }
+        // Peers may send NaN or infinities: clamp to a finite range before anything converts them to integers.
+        func number(_ call: DBusMethodCall, _ index: Int) -> Double {
+            guard let value = call.arguments[index].double, value.isFinite else { return 0 }
+            return min(max(value, -1e6), 1e6)
+        }
         try connection.objects.export(Simulator.controlPath, interfaces: [
             DBusInterface(name: Simulator.controlInterface, properties: [
                 ("Devices", DBusProperty(.uint32(UInt32(self.devices.count)))),

@@ -148,3 +148,16 @@ import Testing
         #expect(h.stats()["faults_applied"] == .uint32(1))
     }
 }
+
+/// Control input from peers is never trusted.
+@Suite(.serialized) struct ControlInputTests {
+    @Test func nonFiniteNumbersAreHarmless() throws {
+        let h = try SimulatorHarness(devices: 1)
+        defer { h.close() }
+        #expect(h.errorName(h.control("SetOutOfRange", [.string("*"), .double(.nan)])) == nil)
+        #expect(h.errorName(h.control("PowerCycle", [.double(.infinity)])) == nil)
+        #expect(h.errorName(h.control("SetPacketLoss", [.string("*"), .double(-.infinity)])) == nil)
+        #expect(h.wait { h.simulator.powered })
+        #expect(h.stats()["service_up"] == .boolean(true))
+    }
+}
