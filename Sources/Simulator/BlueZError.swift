@@ -15,11 +15,15 @@ enum BlueZError {
         DBusError(name: prefix + "InvalidArguments", message: "Invalid arguments in method call")
     }
     static var doesNotExist: DBusError { DBusError(name: prefix + "DoesNotExist", message: "Does Not Exist") }
-    static var notSupported: DBusError { DBusError(name: prefix + "NotSupported", message: "Operation is not supported") }
+    static var notSupported: DBusError {
+        DBusError(name: prefix + "NotSupported", message: "Operation is not supported")
+    }
     static var notConnected: DBusError { DBusError(name: prefix + "NotConnected", message: "Not Connected") }
     static var invalidValueLength: DBusError {
         DBusError(name: prefix + "InvalidValueLength", message: "Invalid Value Length")
     }
     static func failed(_ message: String) -> DBusError { DBusError(name: prefix + "Failed", message: message) }
-    static func notPermitted(_ message: String) -> DBusError { DBusError(name: prefix + "NotPermitted", message: message) }
+    static func notPermitted(_ message: String) -> DBusError {
+        DBusError(name: prefix + "NotPermitted", message: message)
+    }
 }

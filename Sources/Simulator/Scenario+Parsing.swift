@@ -29,6 +29,7 @@ extension Scenario {
                     let index = Int(try Self.integer(indexValue, "index", in: 1...10_000))
                     var rest = item
                     rest.entries.removeAll { $0.key == "index" }
+                    if rest["heart_rate"] != nil { scenario.explicitHeartRates.insert(index) }
                     var ignored = scenario
                     scenario.devices[index] = try Self.physiology(rest, base: scenario.physiology, allowRange: false,
                                                                   scenario: &ignored)
@@ -42,8 +43,7 @@ extension Scenario {
                                     at: entry.keyPosition)
             }
         }
-        // A device override written before [physiology] still inherits it: re-apply in file order is not needed
-        // because overrides copy the base at their point; document that [physiology] comes first.
+        // A [[device]] table copies [physiology] as it stands at that point of the file: write [physiology] first.
         scenario.faults.sort { $0.at < $1.at }
         return scenario
     }

@@ -8,6 +8,8 @@ public struct Scenario: Hashable, Sendable {
     public var heartRateRange: ClosedRange<Double>? = 55...85
     /// Per-device physiology by 1-based device index.
     public var devices: [Int: PhysiologyParameters] = [:]
+    /// Devices whose override sets `heart_rate`; the others keep the rate drawn from ``heartRateRange``.
+    public var explicitHeartRates: Set<Int> = []
     public var faults: [ScheduledFault] = []
 
     public init() {}

@@ -13,6 +13,8 @@ final class SimulatedCharacteristic {
     /// Our end of the acquired notification socket.
     var notifyFD: FileDescriptor?
     var notifyRegistration: IORegistration?
+    /// The unique bus name that acquired ``notifyFD``: bluetoothd releases the fd when that client leaves.
+    var notifyOwner: String?
     /// Unique bus names of `StartNotify` clients.
     var notifyClients: [String] = []
     var notifications: UInt64 = 0

@@ -28,7 +28,11 @@ final class SimulatedDevice {
     var lastAdvertisement = -1e9
     var state = DeviceConnectionState.disconnected
     var pendingConnect: DBusMethodCall?
+    /// `Disconnect` calls answered when the link is down, before `Connected` goes false (bluetoothd's order).
+    var pendingDisconnects: [DBusMethodCall] = []
     var connectTimer: TimerHandle?
+    /// The radio link is up (`Connected` is true), whatever the state of a pending `Disconnect`.
+    var linkUp = false
     var servicesResolved = false
     var gattExported = false
     var outOfRangeUntil = 0.0

@@ -14,7 +14,11 @@ extension Simulator {
             }
         }
         func text(_ call: DBusMethodCall, _ index: Int) -> String { call.arguments[index].string ?? "" }
-        func number(_ call: DBusMethodCall, _ index: Int) -> Double { call.arguments[index].double ?? 0 }
+        // Peers may send NaN or infinities: clamp to a finite range before anything converts them to integers.
+        func number(_ call: DBusMethodCall, _ index: Int) -> Double {
+            guard let value = call.arguments[index].double, value.isFinite else { return 0 }
+            return min(max(value, -1e6), 1e6)
+        }
         try connection.objects.export(Simulator.controlPath, interfaces: [
             DBusInterface(name: Simulator.controlInterface, properties: [
                 ("Devices", DBusProperty(.uint32(UInt32(self.devices.count)))),
@@ -33,7 +37,9 @@ extension Simulator {
                     self?.setPowered(call.arguments[0].bool ?? true)
                     call.reply()
                 },
-                DBusMethod("PowerCycle", in: "d") { call in run(call, .powerOff(seconds: max(number(call, 0), 0.001))) },
+                DBusMethod("PowerCycle", in: "d") { call in
+                    run(call, .powerOff(seconds: max(number(call, 0), 0.001)))
+                },
                 DBusMethod("RestartService", in: "d") { call in run(call, .restart(seconds: number(call, 0))) },
                 DBusMethod("PressTag", in: "s") { call in run(call, .tag(device: text(call, 0))) },
                 DBusMethod("InjectError", in: "sssu") { call in

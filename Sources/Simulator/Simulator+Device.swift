@@ -16,7 +16,7 @@ extension Simulator {
             ("Blocked", DBusProperty(.boolean(false), setter: { _ in nil })),
             ("LegacyPairing", DBusProperty(.boolean(false))),
             ("RSSI", DBusProperty(withRSSI ? .int16(device.rssi) : nil)),
-            ("Connected", DBusProperty(.boolean(device.state == .connected))),
+            ("Connected", DBusProperty(.boolean(device.linkUp))),
             ("UUIDs", DBusProperty(.strings(device.gattExported
                 ? device.services.map { SimulatedCharacteristic.uuid128($0.uuid16) } : []))),
             ("Adapter", DBusProperty(.objectPath(Simulator.adapterPath))),
@@ -98,9 +98,11 @@ extension Simulator {
         }
         // Radio connection, then GATT discovery; bluetoothd answers Connect once services are resolved.
         let jitter = Int(device.random.unit() * Double(timing.connectMilliseconds) * 0.5)
-        device.connectTimer = self.after(milliseconds: timing.connectMilliseconds + jitter) { [weak self, weak device] in
+        let delay = timing.connectMilliseconds + jitter
+        device.connectTimer = self.after(milliseconds: delay) { [weak self, weak device] in
             guard let self, let device, device.state == .connecting else { return }
             device.state = .connected
+            device.linkUp = true
             device.connects += 1
             self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(true))
             self.logger.info("\(device.addressString) connected")
@@ -121,15 +123,17 @@ extension Simulator {
         case .disconnected:
             return call.reply()
         case .disconnecting:
-            return call.fail(BlueZError.inProgress)
+            // bluetoothd queues further Disconnect calls and answers them all when the link is down.
+            device.pendingDisconnects.append(call)
+            return
         case .connecting, .connected:
             break
         }
+        device.pendingDisconnects.append(call)
         device.state = .disconnecting
         self.after(milliseconds: self.scenario.timing.disconnectMilliseconds) { [weak self, weak device] in
-            guard let self, let device else { return }
+            guard let self, let device, device.state == .disconnecting else { return }
             self.dropConnection(device, reason: "disconnected by client", emit: true)
-            call.reply()
         }
     }
 
@@ -142,9 +146,13 @@ extension Simulator {
             _ = self.loop.cancel(timer)
             device.connectTimer = nil
         }
-        device.pendingConnect?.fail(BlueZError.failed("le-connection-abort-by-local"))
+        let linkWasUp = device.linkUp
+        device.linkUp = false
+        // A Connect still waiting for services: bluetoothd answers "Disconnected early" once the link was up.
+        device.pendingConnect?.fail(BlueZError.failed(linkWasUp ? "Disconnected early"
+                                                                : "le-connection-abort-by-local"))
         device.pendingConnect = nil
-        let wasConnected = device.state == .connected || device.state == .disconnecting
+        let wasConnected = linkWasUp
         device.state = .disconnected
         device.session = nil
         device.lastActivity = self.now
@@ -159,6 +167,10 @@ extension Simulator {
             device.servicesResolved = false
             if emit { self.setProperty(device.path, Simulator.deviceInterface, "ServicesResolved", .boolean(false)) }
         }
+        // Disconnect calls are answered before Connected goes false (src/device.c, device_remove_connection).
+        let disconnects = device.pendingDisconnects
+        device.pendingDisconnects.removeAll()
+        for call in disconnects { call.reply() }
         if wasConnected {
             if emit { self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(false)) }
             self.logger.info("\(device.addressString) disconnected: \(reason)")

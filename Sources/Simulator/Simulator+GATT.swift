@@ -161,6 +161,7 @@ extension Simulator {
             return call.fail(BlueZError.failed("Failed to watch socket: \(error)"))
         }
         characteristic.notifyFD = ours
+        characteristic.notifyOwner = call.sender
         call.reply([.unixFD(theirs.rawValue), .uint16(Simulator.attMTU)])
         // D-Bus sent a duplicate; the client owns that one.
         theirs.close()
@@ -187,6 +188,7 @@ extension Simulator {
         characteristic.notifyRegistration = nil
         fd.close()
         characteristic.notifyFD = nil
+        characteristic.notifyOwner = nil
         if emit { self.setCharacteristic(characteristic, "NotifyAcquired", .boolean(false)) }
     }
 

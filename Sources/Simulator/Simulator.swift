@@ -87,7 +87,13 @@ public final class Simulator {
             if let range = scenario.heartRateRange {
                 parameters.heartRate = rates.uniform(range)
             }
-            if let override = scenario.devices[index] { parameters = override }
+            if let override = scenario.devices[index] {
+                let drawn = parameters.heartRate
+                parameters = override
+                if !scenario.explicitHeartRates.contains(index) && scenario.heartRateRange != nil {
+                    parameters.heartRate = drawn
+                }
+            }
             self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters))
         }
     }
@@ -244,6 +250,9 @@ public final class Simulator {
         }
         self.monitors.removeAll { $0.owner == name }
         for device in self.devices {
+            for characteristic in device.characteristics where characteristic.notifyOwner == name {
+                self.releaseNotifyFD(characteristic, emit: true)
+            }
             for characteristic in device.characteristics where characteristic.notifyClients.contains(name) {
                 characteristic.notifyClients.removeAll { $0 == name }
                 if characteristic.notifyClients.isEmpty && characteristic.notifyFD == nil {

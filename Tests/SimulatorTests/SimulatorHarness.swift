@@ -1,0 +1,178 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DBus
+import EventLoop
+import Foundation
+import Logging
+import Posix
+import Testing
+
+@testable import Simulator
+
+/// A private bus, an in-process simulator and a client connection on one loop, with helpers that run the loop
+/// until an answer arrives so a test reads as a sequence of steps.
+final class SimulatorHarness {
+    let bus: SimulatorTestBus
+    let loop: EventLoop
+    let simulator: Simulator
+    var client: DBusConnection
+    let truthDirectory: String
+    /// Signals from `org.bluez` (member, path, arguments), in arrival order.
+    var signals: [(member: String, path: String, arguments: [DBusValue])] = []
+
+    init(devices: Int = 2, scenario: Scenario = SimulatorHarness.fastScenario()) throws {
+        self.bus = try SimulatorTestBus()
+        self.loop = try EventLoop()
+        self.truthDirectory = self.bus.directory + "/truth"
+        // dbus-daemon creates its socket before it listens: wait until a connection is accepted (bounded).
+        for attempt in 0..<200 {
+            if let probe = try? DBusConnection.connect(address: self.bus.address, loop: self.loop) {
+                probe.close()
+                break
+            }
+            if attempt == 199 { throw DBusError(name: "test.BusNotReady", message: "dbus-daemon does not accept") }
+            usleep(10_000)
+        }
+        self.simulator = Simulator(busAddress: self.bus.address, devices: devices, seed: 7, scenario: scenario,
+                                   truthDirectory: self.truthDirectory, loop: self.loop, logger: .discarding)
+        try self.simulator.start()
+        self.client = try DBusConnection.connect(address: self.bus.address, loop: self.loop)
+        try self.watchSignals(self.client)
+    }
+
+    /// Quick delays so tests spend little time waiting for the simulated radio.
+    static func fastScenario() -> Scenario {
+        var scenario = Scenario()
+        scenario.timing.connectMilliseconds = 50
+        scenario.timing.servicesMilliseconds = 20
+        scenario.timing.disconnectMilliseconds = 20
+        scenario.timing.connectTimeoutSeconds = 0.5
+        return scenario
+    }
+
+    func watchSignals(_ connection: DBusConnection) throws {
+        _ = try connection.subscribe(DBusMatchRule(sender: Simulator.busName)) { [weak self] message in
+            guard let member = message.member, let path = message.path else { return }
+            self?.signals.append((member, path, (try? message.arguments()) ?? []))
+        }
+    }
+
+    func close() {
+        self.simulator.stop()
+        self.client.close()
+        self.loop.close()
+        self.bus.stop()
+    }
+
+    // MARK: Running the loop
+
+    /// Runs the loop for `seconds`.
+    func run(for seconds: Double) {
+        _ = try? self.loop.scheduleTimer(after: .milliseconds(Int64(seconds * 1000))) { [loop] in loop.stop() }
+        self.loop.run()
+    }
+
+    /// Runs the loop until `condition` holds, checking every 20 ms, at most `limit` seconds.
+    @discardableResult
+    func wait(limit: Double = 10, _ condition: () -> Bool) -> Bool {
+        var waited = 0.0
+        while !condition() {
+            if waited >= limit { return false }
+            self.run(for: 0.02)
+            waited += 0.02
+        }
+        return true
+    }
+
+    /// Calls a method and runs the loop until the reply.
+    func call(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+              on connection: DBusConnection? = nil, destination: String = Simulator.busName)
+        -> Result<[DBusValue], DBusError>
+    {
+        var result: Result<[DBusValue], DBusError>?
+        (connection ?? self.client).call(destination: destination, path: path, interface: interface, member: member,
+                                         arguments: arguments, timeout: .seconds(10)) { result = $0 }
+        self.wait(limit: 15) { result != nil }
+        return result ?? .failure(DBusError(name: "test.Timeout", message: "no reply"))
+    }
+
+    /// The error name of a failed call, `nil` on success.
+    func errorName(_ result: Result<[DBusValue], DBusError>) -> String? {
+        if case .failure(let error) = result { return error.name }
+        return nil
+    }
+
+    func property(_ path: String, _ interface: String, _ name: String) -> DBusValue? {
+        guard case .success(let values) = self.call(path, "org.freedesktop.DBus.Properties", "Get",
+                                                    [.string(interface), .string(name)]) else { return nil }
+        return values.first?.unwrapped
+    }
+
+    /// `GetManagedObjects` as path → interface → properties.
+    func managedObjects() -> [String: [String: [String: DBusValue]]] {
+        guard case .success(let values) = self.call("/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"),
+              case .dictionary(_, _, let entries)? = values.first else { return [:] }
+        var out: [String: [String: [String: DBusValue]]] = [:]
+        for entry in entries {
+            guard let path = entry.key.string, let interfaces = entry.value.stringDictionary else { continue }
+            var byInterface: [String: [String: DBusValue]] = [:]
+            for (name, properties) in interfaces {
+                byInterface[name] = (properties.stringKeyed ?? [:]).mapValues(\.unwrapped)
+            }
+            out[path] = byInterface
+        }
+        return out
+    }
+
+    // MARK: Common steps
+
+    static let device1 = "/org/bluez/hci0/dev_00_07_80_A0_01_01"
+    static let adapter = "/org/bluez/hci0"
+
+    func charPath(_ uuid16: UInt16, device: String = SimulatorHarness.device1) -> String {
+        let handles: [UInt16: String] = [0x3EA1: "service000c/char000d", 0x3EA3: "service000c/char0010",
+                                         0x3EA6: "service000c/char0013", 0x3EA8: "service000c/char0016",
+                                         0x3EB2: "service0019/char001a", 0x3EB3: "service0019/char001d",
+                                         0x3E71: "service0020/char0021"]
+        return device + "/" + (handles[uuid16] ?? "")
+    }
+
+    /// Discovers until device 1 is on the bus, then connects and waits for `ServicesResolved`.
+    func discoverAndConnect() throws {
+        try #require(self.errorName(self.call(Self.adapter, "org.bluez.Adapter1", "StartDiscovery")) == nil)
+        try #require(self.wait { self.simulator.devices[0].exported })
+        try #require(self.errorName(self.call(Self.device1, "org.bluez.Device1", "Connect")) == nil)
+        try #require(self.property(Self.device1, "org.bluez.Device1", "ServicesResolved") == .boolean(true))
+    }
+
+    /// Writes the start command to 3E71.
+    func writeStart() -> Result<[DBusValue], DBusError> {
+        let now = UInt32(Date().timeIntervalSince1970)
+        let bytes: [UInt8] = [0x01, UInt8(now & 0xFF), UInt8((now >> 8) & 0xFF), UInt8((now >> 16) & 0xFF),
+                              UInt8(now >> 24)]
+        return self.call(self.charPath(0x3E71), "org.bluez.GattCharacteristic1", "WriteValue",
+                         [.bytes(bytes), .properties([("type", .string("request"))])])
+    }
+
+    /// Calls a control method.
+    func control(_ member: String, _ arguments: [DBusValue] = []) -> Result<[DBusValue], DBusError> {
+        self.call(Simulator.controlPath, Simulator.controlInterface, member, arguments,
+                  destination: Simulator.controlName)
+    }
+
+    func stats() -> [String: DBusValue] {
+        guard case .success(let values) = self.control("Stats"), let dictionary = values.first?.stringKeyed else {
+            return [:]
+        }
+        return dictionary.mapValues(\.unwrapped)
+    }
+
+    /// Rows of a truth CSV of device 1 (header dropped), split at commas.
+    func truthRows(_ file: String, serial: String = "a00101") -> [[String]] {
+        for truth in self.simulator.truths.values { truth.flush() }
+        guard let text = try? String(contentsOfFile: self.truthDirectory + "/" + serial + "/" + file, encoding: .utf8)
+        else { return [] }
+        return text.split(separator: "\n").dropFirst().map { $0.split(separator: ",").map(String.init) }
+    }
+}
