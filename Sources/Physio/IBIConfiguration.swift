@@ -22,6 +22,9 @@ public struct IBIConfiguration: Sendable, Equatable {
     public var minimumAmplitudeRatio: Double = 0.33
     /// Largest pulse amplitude accepted, relative to the median of recent pulses.
     public var maximumAmplitudeRatio: Double = 3.0
+    /// Smallest correlation of a pulse's shape with the template of recent pulses for it to count as a clean
+    /// pulse (see ``IBIEngine``). In mild motion the distance to 1 shrinks by ``mildMotionStrictness``.
+    public var minimumTemplateCorrelation: Double = 0.5
     /// ACC motion index (g, root of the summed per-axis variances over ``motionWindow``) above which beats are
     /// suppressed.
     public var motionThreshold: Double = 0.5

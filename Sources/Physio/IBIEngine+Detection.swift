@@ -61,7 +61,11 @@ extension IBIEngine {
         return Int(seconds * self.rate)
     }
 
-    /// Locates the pulse's foot and peak around the upstroke and decides whether its interval is emitted.
+    /// Locates the pulse's foot and peak around the upstroke and queues the pulse for judgement once its shape
+    /// window has been sampled.
+    ///
+    /// - Returns: the previous pulse's beat when it was still waiting: a new upstroke inside its shape window means
+    ///   its shape cannot be trusted.
     mutating func confirmPulse(peakIndex: Int) -> DetectedBeat? {
         let upstroke = self.maximumSlopeIndex
         var back = 0.3
@@ -86,46 +90,110 @@ extension IBIEngine {
             peakValue = self.raw[absolute: i]
         }
         self.lastPeakIndex = peak
-        let footTime = self.times[absolute: foot]
-        return self.judge(footTime: footTime, amplitude: peakValue - footValue)
+        var earlier: DetectedBeat?
+        if let waiting = self.pending {
+            self.pending = nil
+            earlier = self.judge(waiting, complete: false)
+        }
+        // The window is anchored on the steepest upstroke, which is sharper than the foot (a flat or noisy
+        // diastole moves the lowest sample around, not the upstroke).
+        let window = max(Int((self.shapeWindow * self.rate).rounded()), 6)
+        let start = max(upstroke - window * 3 / 10, first)
+        self.pending = PendingPulse(footIndex: foot, footTime: self.times[absolute: foot],
+                                    amplitude: peakValue - footValue, windowStart: start,
+                                    windowEnd: start + window)
+        return earlier
     }
 
-    /// Applies the checks in order of cost and returns the beat with its interval or the reason it was withheld.
-    mutating func judge(footTime: Double, amplitude: Double) -> DetectedBeat {
+    /// Length in seconds of the window, around the steepest upstroke, over which a pulse's shape is compared with
+    /// the template: 60 % of the typical interval (the end of the previous decline, upstroke, peak and the start
+    /// of the decline at any rate), within 0.25–0.6 s so that the judgement, and with it the interval, comes well
+    /// inside the 1 s latency budget.
+    var shapeWindow: Double {
+        guard let typical = self.typicalInterval else { return 0.4 }
+        return min(max(0.6 * typical, 0.25), 0.6)
+    }
+
+    /// Judges the waiting pulse once its shape window has been sampled.
+    mutating func judgePendingIfComplete(index: Int) -> DetectedBeat? {
+        guard let waiting = self.pending, index >= waiting.windowEnd else { return nil }
+        self.pending = nil
+        return self.judge(waiting, complete: true)
+    }
+
+    /// Applies the checks in order of cost and returns the beat with its interval or the reason it was withheld;
+    /// `nil` when the pulse is taken for an artefact rather than a beat (too early and unlike recent pulses).
+    ///
+    /// - Parameters:
+    ///   - pulse: the pulse to judge.
+    ///   - complete: whether its whole shape window was sampled before the next upstroke.
+    mutating func judge(_ pulse: PendingPulse, complete: Bool) -> DetectedBeat? {
         let configuration = self.configuration
+        let footTime = pulse.footTime
+        let amplitude = pulse.amplitude
         let typicalAmplitude = self.amplitudes.median(minimumCount: 3)
         // Mild motion narrows every tolerance; strong motion (below) suppresses outright.
         let mild = self.motion.lastMildMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
+        let strong = self.motion.lastMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
         let strictness = mild ? min(max(configuration.mildMotionStrictness, 0), 1) : 1
-        var pulseOK = amplitude > 0
+        var amplitudeOK = amplitude > 0
         if let typicalAmplitude, typicalAmplitude > 0 {
             // The band is symmetric in log space: strictness 0.5 turns (1/3, 3) into (1/√3, √3).
             let ratio = amplitude / typicalAmplitude
             let lower = Self.power(configuration.minimumAmplitudeRatio, strictness)
             let upper = Self.power(configuration.maximumAmplitudeRatio, strictness)
-            pulseOK = pulseOK && ratio >= lower && ratio <= upper
+            amplitudeOK = amplitudeOK && ratio >= lower && ratio <= upper
+        }
+        var correlation: Double?
+        if complete, self.raw.contains(absolute: pulse.windowStart), self.raw.contains(absolute: pulse.windowEnd) {
+            correlation = self.template.correlate(self.raw, from: pulse.windowStart, through: pulse.windowEnd)
+        }
+        let settled = self.template.isSettled
+        let minimumCorrelation = 1 - (1 - configuration.minimumTemplateCorrelation) * strictness
+        let shapeOK: Bool
+        if !complete {
+            shapeOK = false
+        } else if let correlation {
+            shapeOK = correlation >= minimumCorrelation
+        } else {
+            // Template still learning: only the amplitude speaks.
+            shapeOK = !settled
+        }
+        let pulseOK = amplitudeOK && shapeOK
+
+        let previous = self.previousFootTime
+        let interval = previous.map { footTime - $0 }
+        let typical = self.intervals.median(minimumCount: 3)
+        let early = interval.map { $0 < configuration.minimumInterval || $0 < Self.earlyFraction * (typical ?? 0) }
+            ?? false
+        if early && !(pulseOK && settled) {
+            // Too early to be the next beat and not shaped like one (a dicrotic wave, a jolt): not a beat. It
+            // stays out of the chain so the next real beat is measured from the last real one.
+            if complete && settled && !strong { self.template.missLatest() }
+            return nil
+        }
+        if !strong && complete {
+            if pulseOK {
+                self.template.learnLatest()
+            } else if settled {
+                self.template.missLatest()
+            }
         }
         self.amplitudes.append(amplitude)
-        guard let previous = self.previousFootTime else {
+        guard let previous, let interval else {
             self.previousEmitted = nil
             self.previousFootTime = footTime
             self.previousPulseOK = pulseOK
-            return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat)
+            return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat,
+                                templateCorrelation: correlation)
         }
-        let interval = footTime - previous
-        let typical = self.intervals.median(minimumCount: 3)
-        if interval < configuration.minimumInterval || interval < Self.earlyFraction * (typical ?? 0) {
-            // Too early to be the next beat: leave it out of the chain so the next real beat is measured from
-            // the last real one.
-            self.previousEmitted = nil
-            return DetectedBeat(time: footTime, interval: nil, suppression: .implausible)
-        }
-        defer {
-            self.previousFootTime = footTime
-            self.previousPulseOK = pulseOK
-        }
+        let previousPulseOK = self.previousPulseOK
+        self.previousFootTime = footTime
+        self.previousPulseOK = pulseOK
         let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
-        if plausible {
+        // The rhythm is learned from pulses that look like pulses, including one that came early: that is how a
+        // detector that locked onto every other beat finds the true rate again.
+        if plausible && (pulseOK || !settled) && (previousPulseOK || !settled) {
             self.intervals.append(interval)
             self.typicalInterval = self.intervals.median(minimumCount: 3)
         }
@@ -138,17 +206,17 @@ extension IBIEngine {
             suppression = .implausible
         } else if self.motion.lastMotion + configuration.motionHoldoff >= previous {
             suppression = .motion
-        } else if !pulseOK || !self.previousPulseOK {
+        } else if !pulseOK || !previousPulseOK {
             suppression = .pulseShape
-        } else if !Self.isRegular(interval, typical: typical, previous: previousEmitted,
-                                  tolerance: strictness * configuration.maximumRelativeChange) {
+        } else if early || !Self.isRegular(interval, typical: typical, previous: previousEmitted,
+                                           tolerance: strictness * configuration.maximumRelativeChange) {
             suppression = .irregular
         } else {
             self.previousEmitted = interval
             self.heartRate.append(interval: interval, endingAt: footTime)
-            return DetectedBeat(time: footTime, interval: interval, suppression: nil)
+            return DetectedBeat(time: footTime, interval: interval, suppression: nil, templateCorrelation: correlation)
         }
-        return DetectedBeat(time: footTime, interval: nil, suppression: suppression)
+        return DetectedBeat(time: footTime, interval: nil, suppression: suppression, templateCorrelation: correlation)
     }
 
     /// `base` raised to `exponent` in [0, 1] by a few square roots — enough precision for a tolerance band, without

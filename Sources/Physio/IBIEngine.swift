@@ -55,6 +55,9 @@ public struct IBIEngine: Sendable {
     var previousFootTime: Double?
     var previousPulseOK = false
     var previousEmitted: Double?
+    /// The latest pulse, waiting for its shape window.
+    var pending: PendingPulse?
+    var template: PulseTemplate
 
     // Clocks.
     var startTime: Double?
@@ -76,6 +79,7 @@ public struct IBIEngine: Sendable {
         self.slopeDecay = 1 - 1 / rate
         self.intervals = RecentMedian(window: 8)
         self.amplitudes = RecentMedian(window: 8)
+        self.template = PulseTemplate()
         self.motion = MotionGate(configuration: configuration)
         self.heartRate = HeartRateTracker(window: configuration.heartRateWindow)
     }
@@ -89,6 +93,7 @@ public struct IBIEngine: Sendable {
         self.intervals.removeAll()
         self.typicalInterval = nil
         self.amplitudes.removeAll()
+        self.template.reset()
         self.previousEmitted = nil
         self.startTime = nil
         self.motion.reset()
@@ -147,7 +152,9 @@ public struct IBIEngine: Sendable {
         let filtered = self.lowPass.process(value)
         let slope = filtered - self.previousFiltered
         self.previousFiltered = filtered
-        output.beat = self.detect(slope: slope, index: self.raw.total - 1)
+        let index = self.raw.total - 1
+        output.beat = self.judgePendingIfComplete(index: index)
+        if let beat = self.detect(slope: slope, index: index) { output.beat = beat }
         return output
     }
 
@@ -160,5 +167,6 @@ public struct IBIEngine: Sendable {
         self.lastPeakIndex = Int.min / 2
         self.previousFootTime = nil
         self.previousPulseOK = false
+        self.pending = nil
     }
 }
