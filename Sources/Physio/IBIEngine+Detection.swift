@@ -161,17 +161,30 @@ extension IBIEngine {
         }
         let pulseOK = amplitudeOK && shapeOK
 
-        let previous = self.previousFootTime
-        let interval = previous.map { footTime - $0 }
+        var previous = self.previousFootTime
         let typical = self.intervals.median(minimumCount: 3)
-        let early = interval.map { $0 < configuration.minimumInterval || $0 < Self.earlyFraction * (typical ?? 0) }
-            ?? false
-        if early && !(pulseOK && settled) {
-            // Too early to be the next beat and not shaped like one (a dicrotic wave, a jolt): not a beat. It
-            // stays out of the chain so the next real beat is measured from the last real one.
-            if complete && settled && !strong { self.template.missLatest() }
+        let early = previous.map {
+            footTime - $0 < configuration.minimumInterval || footTime - $0 < Self.earlyFraction * (typical ?? 0)
+        } ?? false
+        if early {
+            // Too early to be the next beat: a dicrotic wave, a jolt — or a real beat when the detector has locked
+            // onto every other beat. It stays out of the chain so the next beat is measured from the last one, but
+            // a clean one is remembered in case the next beat shows it was real.
+            self.earlyPulse = pulseOK && settled ? footTime : nil
             return nil
         }
+        if let earlyPulse = self.earlyPulse, let last = previous, pulseOK,
+           Self.splitsEvenly(last: last, middle: earlyPulse, next: footTime,
+                             minimum: configuration.minimumInterval, tolerance: configuration.maximumRelativeChange)
+        {
+            // The early pulse sat midway between two beats and looked like them: the rhythm is twice what the chain
+            // believed. Measure from it, so the true interval reaches the rhythm's median.
+            previous = earlyPulse
+            self.previousFootTime = earlyPulse
+            self.previousPulseOK = true
+        }
+        self.earlyPulse = nil
+        let interval = previous.map { footTime - $0 }
         if !strong && complete {
             if pulseOK {
                 self.template.learnLatest()
@@ -191,8 +204,7 @@ extension IBIEngine {
         self.previousFootTime = footTime
         self.previousPulseOK = pulseOK
         let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
-        // The rhythm is learned from pulses that look like pulses, including one that came early: that is how a
-        // detector that locked onto every other beat finds the true rate again.
+        // The rhythm is learned only from pulses that look like pulses, so artefacts do not drag it around.
         if plausible && (pulseOK || !settled) && (previousPulseOK || !settled) {
             self.intervals.append(interval)
             self.typicalInterval = self.intervals.median(minimumCount: 3)
@@ -208,7 +220,7 @@ extension IBIEngine {
             suppression = .motion
         } else if !pulseOK || !previousPulseOK {
             suppression = .pulseShape
-        } else if early || !Self.isRegular(interval, typical: typical, previous: previousEmitted,
+        } else if !Self.isRegular(interval, typical: typical, previous: previousEmitted,
                                            tolerance: strictness * configuration.maximumRelativeChange) {
             suppression = .irregular
         } else {
@@ -239,6 +251,15 @@ extension IBIEngine {
             }
         }
         return result
+    }
+
+    /// Whether `middle` splits `last`…`next` into two plausible intervals within `tolerance` of each other, as a
+    /// real beat does between its neighbours and a dicrotic wave (about a third of the way) does not.
+    static func splitsEvenly(last: Double, middle: Double, next: Double, minimum: Double, tolerance: Double) -> Bool {
+        let first = middle - last
+        let second = next - middle
+        guard first >= minimum, second >= minimum else { return false }
+        return abs(first - second) <= tolerance * 0.5 * (first + second)
     }
 
     /// Whether `interval` is within `tolerance` of the typical interval and of the previous emitted one.

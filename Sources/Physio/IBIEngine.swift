@@ -57,6 +57,8 @@ public struct IBIEngine: Sendable {
     var previousEmitted: Double?
     /// The latest pulse, waiting for its shape window.
     var pending: PendingPulse?
+    /// Foot time of a clean pulse that came too early to join the chain, until the next pulse is judged.
+    var earlyPulse: Double?
     var template: PulseTemplate
 
     // Clocks.
@@ -168,5 +170,6 @@ public struct IBIEngine: Sendable {
         self.previousFootTime = nil
         self.previousPulseOK = false
         self.pending = nil
+        self.earlyPulse = nil
     }
 }
