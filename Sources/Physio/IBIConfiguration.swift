@@ -19,9 +19,9 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// while sinus variability between neighbouring beats stays well inside this.
     public var maximumRelativeChange: Double = 0.2
     /// Smallest pulse amplitude accepted, relative to the median of recent pulses.
-    public var minimumAmplitudeRatio: Double = 0.33
+    public var minimumAmplitudeRatio: Double = 0.25
     /// Largest pulse amplitude accepted, relative to the median of recent pulses.
-    public var maximumAmplitudeRatio: Double = 3.0
+    public var maximumAmplitudeRatio: Double = 4.0
     /// Smallest correlation of a pulse's shape with the template of recent pulses for it to count as a clean
     /// pulse (see ``IBIEngine``). In mild motion the distance to 1 shrinks by ``mildMotionStrictness``.
     public var minimumTemplateCorrelation: Double = 0.5

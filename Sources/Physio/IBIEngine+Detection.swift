@@ -140,8 +140,8 @@ extension IBIEngine {
         if let typicalAmplitude, typicalAmplitude > 0 {
             // The band is symmetric in log space: strictness 0.5 turns (1/3, 3) into (1/√3, √3).
             let ratio = amplitude / typicalAmplitude
-            let lower = Self.power(configuration.minimumAmplitudeRatio, strictness)
-            let upper = Self.power(configuration.maximumAmplitudeRatio, strictness)
+            let lower = Self.power(configuration.minimumAmplitudeRatio, 1)
+            let upper = Self.power(configuration.maximumAmplitudeRatio, 1)
             amplitudeOK = amplitudeOK && ratio >= lower && ratio <= upper
         }
         var correlation: Double?
