@@ -51,12 +51,17 @@ extension IBIEngine {
     /// (a dicrotic wave, a jolt), not a beat: sinus rhythm does not shorten by 40 % from one beat to the next.
     static let earlyFraction = 0.6
 
-    /// Samples after an upstroke before the next may start: the shortest plausible interval, or ``earlyFraction`` of the typical
-    /// interval once known, which keeps a slow heart's dicrotic notch from counting as a beat.
+    /// Fraction of the typical interval after an upstroke during which no new pulse may start. Long enough to skip a
+    /// slow heart's dicrotic wave, short enough that a detector whose typical interval doubled (it missed every
+    /// other beat during an artefact) still sees the beats in between and can re-anchor on them.
+    static let refractoryFraction = 0.35
+
+    /// Samples after an upstroke before the next may start: 80 % of the shortest plausible interval, or
+    /// ``refractoryFraction`` of the typical interval once known.
     var refractorySamples: Int {
         var seconds = 0.8 * self.configuration.minimumInterval
         if let typical = self.typicalInterval {
-            seconds = max(seconds, 0.5 * typical)
+            seconds = max(seconds, Self.refractoryFraction * typical)
         }
         return Int(seconds * self.rate)
     }
@@ -64,8 +69,8 @@ extension IBIEngine {
     /// Locates the pulse's foot and peak around the upstroke and queues the pulse for judgement once its shape
     /// window has been sampled.
     ///
-    /// - Returns: the previous pulse's beat when it was still waiting: a new upstroke inside its shape window means
-    ///   its shape cannot be trusted.
+    /// - Returns: the previous pulse's beat when it was still waiting and this upstroke, a plausible next beat,
+    ///   came inside its shape window: then its shape cannot be trusted.
     mutating func confirmPulse(peakIndex: Int) -> DetectedBeat? {
         let upstroke = self.maximumSlopeIndex
         var back = 0.3
@@ -92,6 +97,13 @@ extension IBIEngine {
         self.lastPeakIndex = peak
         var earlier: DetectedBeat?
         if let waiting = self.pending {
+            let gap = self.times[absolute: foot] - waiting.footTime
+            let typical = self.typicalInterval ?? 0
+            if gap < self.configuration.minimumInterval || gap < Self.earlyFraction * typical {
+                // An upstroke inside the waiting pulse's shape window and too soon to be the next beat: the
+                // dicrotic wave or a jolt. Ignore it and let the waiting pulse be judged on its own shape.
+                return nil
+            }
             self.pending = nil
             earlier = self.judge(waiting, complete: false)
         }
@@ -204,8 +216,10 @@ extension IBIEngine {
         self.previousFootTime = footTime
         self.previousPulseOK = pulseOK
         let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
-        // The rhythm is learned only from pulses that look like pulses, so artefacts do not drag it around.
-        if plausible && (pulseOK || !settled) && (previousPulseOK || !settled) {
+        // The rhythm is learned only from pulses that look like pulses, so artefacts do not drag it around; while the
+        // arm moves, only from intervals close to it, so a periodic artefact cannot pull it to its own period.
+        let steady = !mild || typical.map { abs(interval - $0) <= configuration.maximumRelativeChange * $0 } ?? false
+        if plausible && steady && (pulseOK || !settled) && (previousPulseOK || !settled) {
             self.intervals.append(interval)
             self.typicalInterval = self.intervals.median(minimumCount: 3)
         }
@@ -217,6 +231,9 @@ extension IBIEngine {
         } else if !plausible {
             suppression = .implausible
         } else if self.motion.lastMotion + configuration.motionHoldoff >= previous {
+            suppression = .motion
+        } else if mild && self.motion.periodicity(lag: interval) >= configuration.maximumMotionPeriodicity {
+            // The pulses come at the arm's own period: most likely the detector follows the artefact.
             suppression = .motion
         } else if !pulseOK || !previousPulseOK {
             suppression = .pulseShape
