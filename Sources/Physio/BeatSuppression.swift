@@ -13,4 +13,6 @@ public enum BeatSuppression: Sendable, Equatable {
     /// One of the two pulses is unlike recent pulses: its shape does not match their template, its amplitude is
     /// out of their range, or the next upstroke came before its shape could be seen.
     case pulseShape
+    /// In mild motion: the interval passed every check, but too few clean intervals precede it to trust it yet.
+    case unconfirmed
 }

@@ -110,7 +110,7 @@ extension IBIEngine {
         // The window is anchored on the steepest upstroke, which is sharper than the foot (a flat or noisy
         // diastole moves the lowest sample around, not the upstroke).
         let window = max(Int((self.shapeWindow * self.rate).rounded()), 6)
-        let start = max(upstroke - window * 3 / 10, first)
+        let start = max(upstroke - window * 5 / 10, first)
         self.pending = PendingPulse(footIndex: foot, footTime: self.times[absolute: foot],
                                     amplitude: peakValue - footValue, windowStart: start,
                                     windowEnd: start + window)
@@ -123,7 +123,7 @@ extension IBIEngine {
     /// inside the 1 s latency budget.
     var shapeWindow: Double {
         guard let typical = self.typicalInterval else { return 0.4 }
-        return min(max(0.6 * typical, 0.25), 0.6)
+        return min(max(0.5 * typical, 0.25), 0.6)
     }
 
     /// Judges the waiting pulse once its shape window has been sampled.
@@ -206,7 +206,7 @@ extension IBIEngine {
         }
         self.amplitudes.append(amplitude)
         guard let previous, let interval else {
-            self.previousEmitted = nil
+            self.previousClean = nil
             self.previousFootTime = footTime
             self.previousPulseOK = pulseOK
             return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat,
@@ -223,8 +223,8 @@ extension IBIEngine {
             self.intervals.append(interval)
             self.typicalInterval = self.intervals.median(minimumCount: 3)
         }
-        let previousEmitted = self.previousEmitted
-        self.previousEmitted = nil
+        let previousClean = self.previousClean
+        self.previousClean = nil
         let suppression: BeatSuppression
         if let start = self.startTime, previous - start < configuration.warmUp {
             suppression = .warmingUp
@@ -237,14 +237,22 @@ extension IBIEngine {
             suppression = .motion
         } else if !pulseOK || !previousPulseOK {
             suppression = .pulseShape
-        } else if !Self.isRegular(interval, typical: typical, previous: previousEmitted,
-                                           tolerance: strictness * configuration.maximumRelativeChange) {
+        } else if !Self.isRegular(interval, typical: typical, previous: previousClean,
+                                  tolerance: strictness * configuration.maximumRelativeChange) {
             suppression = .irregular
         } else {
-            self.previousEmitted = interval
+            self.previousClean = interval
+            self.cleanRun += 1
+            if mild && self.cleanRun < configuration.motionConfirmations {
+                // While the arm moves, a clean-looking interval is trusted only once a few in a row agree: an
+                // artefact can pass every check once, rarely several times running.
+                return DetectedBeat(time: footTime, interval: nil, suppression: .unconfirmed,
+                                    templateCorrelation: correlation)
+            }
             self.heartRate.append(interval: interval, endingAt: footTime)
             return DetectedBeat(time: footTime, interval: interval, suppression: nil, templateCorrelation: correlation)
         }
+        self.cleanRun = 0
         return DetectedBeat(time: footTime, interval: nil, suppression: suppression, templateCorrelation: correlation)
     }
 

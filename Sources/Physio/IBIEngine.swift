@@ -54,7 +54,9 @@ public struct IBIEngine: Sendable {
     var typicalInterval: Double?
     var previousFootTime: Double?
     var previousPulseOK = false
-    var previousEmitted: Double?
+    var previousClean: Double?
+    /// Consecutive intervals that passed every check (emitted or held back by ``IBIConfiguration/motionConfirmations``).
+    var cleanRun = 0
     /// The latest pulse, waiting for its shape window.
     var pending: PendingPulse?
     /// Foot time of a clean pulse that came too early to join the chain, until the next pulse is judged.
@@ -96,7 +98,7 @@ public struct IBIEngine: Sendable {
         self.typicalInterval = nil
         self.amplitudes.removeAll()
         self.template.reset()
-        self.previousEmitted = nil
+        self.previousClean = nil
         self.startTime = nil
         self.motion.reset()
         self.heartRate.reset()
@@ -169,6 +171,7 @@ public struct IBIEngine: Sendable {
         self.lastPeakIndex = Int.min / 2
         self.previousFootTime = nil
         self.previousPulseOK = false
+        self.cleanRun = 0
         self.pending = nil
         self.earlyPulse = nil
     }
