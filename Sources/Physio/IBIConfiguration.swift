@@ -39,7 +39,7 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// passed every check; the first ones of a run are held back (``BeatSuppression/unconfirmed``).
     public var motionConfirmations = 3
     /// Factor (≤ 1) applied to ``maximumRelativeChange`` and to the amplitude ratio band in mild motion.
-    public var mildMotionStrictness: Double = 0.5
+    public var mildMotionStrictness: Double = 0.75
     /// Length of the ACC window for the motion index, in seconds.
     public var motionWindow: Double = 1.0
     /// After motion, beats stay suppressed for this long (the PPG takes a moment to recover).

@@ -51,6 +51,10 @@ extension IBIEngine {
     /// (a dicrotic wave, a jolt), not a beat: sinus rhythm does not shorten by 40 % from one beat to the next.
     static let earlyFraction = 0.6
 
+    /// Largest change of a pulse's foot-to-upstroke time, relative to recent pulses', before its foot is taken for
+    /// an artefact's trough.
+    static let footTolerance = 0.5
+
     /// Fraction of the typical interval after an upstroke during which no new pulse may start. Long enough to skip a
     /// slow heart's dicrotic wave, short enough that a detector whose typical interval doubled (it missed every
     /// other beat during an artefact) still sees the beats in between and can re-anchor on them.
@@ -112,6 +116,7 @@ extension IBIEngine {
         let window = max(Int((self.shapeWindow * self.rate).rounded()), 6)
         let start = max(upstroke - window * 5 / 10, first)
         self.pending = PendingPulse(footIndex: foot, footTime: self.times[absolute: foot],
+                                    rise: Double(upstroke - foot) / self.rate,
                                     amplitude: peakValue - footValue, windowStart: start,
                                     windowEnd: start + window)
         return earlier
@@ -171,7 +176,14 @@ extension IBIEngine {
             // Template still learning: only the amplitude speaks.
             shapeOK = !settled
         }
-        let pulseOK = amplitudeOK && shapeOK
+        // The foot sits a steady time before the steepest upstroke; an artefact that moves the trough (a jolt, a
+        // swing) changes that time, while the upstroke stays put. Such a foot would give a wrong interval.
+        var footOK = true
+        if let typicalRise = self.rises.median(minimumCount: 3) {
+            footOK = abs(pulse.rise - typicalRise) <= max(Self.footTolerance * typicalRise, 2 / self.rate)
+        }
+        let pulseOK = amplitudeOK && shapeOK && footOK
+        if pulseOK || !settled { self.rises.append(pulse.rise) }
 
         var previous = self.previousFootTime
         let typical = self.intervals.median(minimumCount: 3)

@@ -50,6 +50,8 @@ public struct IBIEngine: Sendable {
     // Beat chain and references.
     var intervals: RecentMedian
     var amplitudes: RecentMedian
+    /// Foot-to-upstroke times of recent clean pulses.
+    var rises: RecentMedian
     /// Median of recent plausible intervals, refreshed when one is added (read every sample by the refractory).
     var typicalInterval: Double?
     var previousFootTime: Double?
@@ -83,6 +85,7 @@ public struct IBIEngine: Sendable {
         self.slopeDecay = 1 - 1 / rate
         self.intervals = RecentMedian(window: 8)
         self.amplitudes = RecentMedian(window: 8)
+        self.rises = RecentMedian(window: 8)
         self.template = PulseTemplate()
         self.motion = MotionGate(configuration: configuration)
         self.heartRate = HeartRateTracker(window: configuration.heartRateWindow)
@@ -97,6 +100,7 @@ public struct IBIEngine: Sendable {
         self.intervals.removeAll()
         self.typicalInterval = nil
         self.amplitudes.removeAll()
+        self.rises.removeAll()
         self.template.reset()
         self.previousClean = nil
         self.startTime = nil

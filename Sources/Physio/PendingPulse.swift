@@ -4,6 +4,8 @@ struct PendingPulse: Sendable {
     var footIndex: Int
     /// Time of the foot, seconds since 1970.
     var footTime: Double
+    /// Seconds from the foot to the steepest upstroke.
+    var rise: Double
     /// Peak minus foot, in BVP units.
     var amplitude: Double
     /// Absolute sample index of the shape window's first sample.
