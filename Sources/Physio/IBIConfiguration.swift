@@ -32,12 +32,9 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// cleanest ones are emitted (tolerances scaled by ``mildMotionStrictness``), because that is when a
     /// distorted pulse most often passes for a real one.
     public var mildMotionThreshold: Double = 0.1
-    /// In mild motion, an interval is withheld when the accelerometer repeats itself after that interval at least
-    /// this strongly (normalised autocorrelation): the beats may be the arm's rhythm, not the heart's.
-    public var maximumMotionPeriodicity: Double = 0.5
     /// In mild motion, an interval is emitted only when it completes a run of this many consecutive intervals that
     /// passed every check; the first ones of a run are held back (``BeatSuppression/unconfirmed``).
-    public var motionConfirmations = 3
+    public var motionConfirmations = 4
     /// Factor (≤ 1) applied to ``maximumRelativeChange`` and to the amplitude ratio band in mild motion.
     public var mildMotionStrictness: Double = 0.75
     /// Length of the ACC window for the motion index, in seconds.

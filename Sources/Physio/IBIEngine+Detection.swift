@@ -244,9 +244,6 @@ extension IBIEngine {
             suppression = .implausible
         } else if self.motion.lastMotion + configuration.motionHoldoff >= previous {
             suppression = .motion
-        } else if mild && self.motion.periodicity(lag: interval) >= configuration.maximumMotionPeriodicity {
-            // The pulses come at the arm's own period: most likely the detector follows the artefact.
-            suppression = .motion
         } else if !pulseOK || !previousPulseOK {
             suppression = .pulseShape
         } else if !Self.isRegular(interval, typical: typical, previous: previousClean,

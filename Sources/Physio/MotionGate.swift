@@ -5,7 +5,6 @@
 struct MotionGate: Sendable {
     private var samples: FixedRing<SIMD4<Double>>
     private let window: Int
-    private let rate: Double
     private let countsPerG: Double
     private let thresholdSquared: Double
     private let mildThresholdSquared: Double
@@ -18,10 +17,7 @@ struct MotionGate: Sendable {
 
     init(configuration: IBIConfiguration) {
         self.window = max(4, Int((configuration.motionWindow * configuration.accRate).rounded()))
-        self.rate = configuration.accRate > 0 ? configuration.accRate : 32
-        // Enough history for the periodicity check: its window plus the longest plausible interval as lag.
-        let history = Int(((Self.periodicityWindow + configuration.maximumInterval) * self.rate).rounded()) + 1
-        self.samples = FixedRing(minimumCapacity: max(self.window, history), filler: SIMD4<Double>())
+        self.samples = FixedRing(minimumCapacity: self.window, filler: SIMD4<Double>())
         self.countsPerG = configuration.accCountsPerG > 0 ? configuration.accCountsPerG : 64
         self.thresholdSquared = configuration.motionThreshold * configuration.motionThreshold
         self.mildThresholdSquared = configuration.mildMotionThreshold * configuration.mildMotionThreshold
@@ -49,41 +45,6 @@ struct MotionGate: Sendable {
         if total > self.mildThresholdSquared {
             self.lastMildMotion = time
         }
-    }
-
-    /// Seconds of ACC over which ``periodicity(lag:)`` correlates the arm's movement with itself.
-    static let periodicityWindow = 2.0
-
-    /// How strongly the arm's movement over the last ``periodicityWindow`` repeats after `lag` seconds: the
-    /// normalised autocorrelation of the three axes (means removed), in [−1, 1]; 0 without enough history.
-    ///
-    /// A periodic movement (arm swing, tapping) adds a periodic artefact to the PPG, and a detector can lock onto
-    /// it: pulses that come at the arm's period in motion are not trusted.
-    /// - Complexity: O(window) with no allocation; called once per beat.
-    func periodicity(lag: Double) -> Double {
-        let n = Int((Self.periodicityWindow * self.rate).rounded())
-        let shift = Int((lag * self.rate).rounded())
-        guard shift > 0, n > 2, n + shift <= self.samples.count else { return 0 }
-        var meanNow = SIMD4<Double>()
-        var meanThen = SIMD4<Double>()
-        for back in 0..<n {
-            meanNow += self.samples[back: back]
-            meanThen += self.samples[back: back + shift]
-        }
-        meanNow /= Double(n)
-        meanThen /= Double(n)
-        var cross = 0.0
-        var powerNow = 0.0
-        var powerThen = 0.0
-        for back in 0..<n {
-            let now = self.samples[back: back] - meanNow
-            let then = self.samples[back: back + shift] - meanThen
-            cross += (now * then).sum()
-            powerNow += (now * now).sum()
-            powerThen += (then * then).sum()
-        }
-        let power = (powerNow * powerThen).squareRoot()
-        return power > 0 ? cross / power : 0
     }
 
     mutating func reset() {
