@@ -4,10 +4,14 @@
 /// The fiducial is the pulse's foot — the BVP trough before the systolic upstroke — which is where Empatica's own
 /// IBIs sit, so intervals are comparable with theirs. Detection follows the upstroke: the slope of a low-passed
 /// BVP crossing an adaptive fraction of recent upstroke slopes marks a pulse; when the slope turns negative (the
-/// systolic peak) the pulse is confirmed and its foot is the lowest raw sample just before the upstroke. An
-/// interval is emitted only when it is plausible, close to recent intervals and to the previous emitted one, both
-/// pulses look like recent pulses, the accelerometer was quiet, and the warm-up is over; otherwise the beat is
-/// reported with the reason it was withheld.
+/// systolic peak) the pulse's foot is the lowest raw sample just before the upstroke, and the pulse is judged once
+/// a short window around its upstroke has been sampled (≈ 0.1–0.3 s later). A pulse is clean when its shape
+/// correlates with a running template of recent clean pulses, its amplitude is in their range and its foot sits
+/// their usual time before the upstroke. An interval is emitted only when it is plausible, close to recent
+/// intervals and to the previous clean one, both pulses are clean, the accelerometer was quiet (in mild motion: a
+/// few clean intervals in a row), and the warm-up is over; otherwise the beat is reported with the reason it was
+/// withheld. A pulse too early to be the next beat and not shaped like one (a dicrotic wave, a jolt) is not a
+/// beat at all.
 ///
 /// BVP polarity: systolic peaks positive (E4 exports and our live BVP, SPEC §6). Amplitude scale does not matter.
 /// Memory is fixed at `init`; ``appendBVP(_:at:)`` and ``appendACC(x:y:z:at:)`` never allocate.
