@@ -1,6 +1,6 @@
 extension IBIEngine {
-    /// Largest change of a pulse's foot-to-upstroke time, relative to that of recent pulses, before its foot is taken for
-    /// an artefact's trough.
+    /// Largest change of a pulse's foot-to-upstroke time, relative to that of recent pulses, before its foot is
+    /// taken for an artefact's trough.
     static let footTolerance = 0.5
 
     /// Whether a pulse looks like recent clean pulses: amplitude within their band, shape correlated with their

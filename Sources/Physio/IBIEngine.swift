@@ -61,7 +61,8 @@ public struct IBIEngine: Sendable {
     var previousFootTime: Double?
     var previousPulseOK = false
     var previousClean: Double?
-    /// Consecutive intervals that passed every check (emitted or held back by ``IBIConfiguration/motionConfirmations``).
+    /// Consecutive intervals that passed every check (emitted, or held back by
+    /// ``IBIConfiguration/motionConfirmations``).
     var cleanRun = 0
     /// The latest pulse, waiting for its shape window.
     var pending: PendingPulse?

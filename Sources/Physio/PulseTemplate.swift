@@ -4,8 +4,9 @@
 /// motion artefact or a dicrotic wave can have any amplitude. The shape of the first part of a pulse — upstroke,
 /// systolic peak, start of the decline — is stable from beat to beat in one person and one sensor position, and an
 /// artefact rarely reproduces it. Each pulse is resampled, over a window centred on its steepest upstroke that
-/// spans a fixed fraction of the typical interval, onto ``points`` samples, so the same template serves 40 and 200 bpm; it is centred and scaled to unit
-/// norm, so amplitude and offset do not matter, and compared with the template by the Pearson correlation.
+/// spans a fixed fraction of the typical interval, onto ``points`` samples, so the same template serves 40 and
+/// 200 bpm; it is centred and scaled to unit norm, so amplitude and offset do not matter, and compared with the
+/// template by the Pearson correlation.
 ///
 /// Memory is fixed at `init` (three arrays of ``points`` values); nothing allocates afterwards.
 struct PulseTemplate: Sendable {

@@ -32,7 +32,8 @@ import Testing
         #expect(touching.isEmpty)
         let judged = run.beats.filter { abs($0.beat.time - target) < 0.2 }
         #expect(judged.allSatisfy { $0.beat.interval == nil })
-        #expect(judged.contains { ($0.beat.templateCorrelation ?? 1) < engine.configuration.minimumTemplateCorrelation })
+        let threshold = engine.configuration.minimumTemplateCorrelation
+        #expect(judged.contains { ($0.beat.templateCorrelation ?? 1) < threshold })
         // Its neighbours, well shaped, keep flowing.
         #expect(run.emitted.contains { $0.time > target + 1.5 && $0.time < target + 4 })
         #expect(run.emitted.contains { $0.time > target - 4 && $0.time < target - 0.5 })
