@@ -12,7 +12,8 @@ public enum IBICommand: CtlCommand {
           --bvp FILE    E4 export of BVP (64 Hz): line 1 start unix time, line 2 rate, then samples
           --acc FILE    E4 export of ACC (32 Hz, 3 columns, 1/64 g): gates beats in motion
           --out FILE    IBI in the E4 layout ('<start>, IBI' then '<s since start>,<ibi s>'); default stdout
-          --beats FILE  every detected beat: 't,ibi,reason' (ibi empty and the reason when withheld)
+          --beats FILE  every detected beat: 't,ibi,reason,shape' (ibi empty and the reason when withheld;
+                        shape = correlation with the template of recent pulses)
           --hr FILE     heart rate at 1 Hz in the E4 HR.csv layout (start, rate, then bpm; 0 = none)
         """
 
@@ -140,11 +141,12 @@ public enum IBICommand: CtlCommand {
     }
 
     static func formatBeats(_ result: Run, start: Double) -> String {
-        var text = "t,ibi,reason\n"
+        var text = "t,ibi,reason,shape\n"
         for beat in result.beats {
             let interval = beat.interval.map { Self.fixed($0, 6) } ?? ""
             let reason = beat.suppression.map { "\($0)" } ?? ""
-            text += "\(Self.fixed(beat.time - start, 6)),\(interval),\(reason)\n"
+            let shape = beat.templateCorrelation.map { Self.fixed($0, 3) } ?? ""
+            text += "\(Self.fixed(beat.time - start, 6)),\(interval),\(reason),\(shape)\n"
         }
         return text
     }

@@ -10,6 +10,9 @@ public enum BeatSuppression: Sendable, Equatable {
     case implausible
     /// The interval differs too much from recent ones (a missed or extra beat).
     case irregular
-    /// One of the two pulses has an amplitude unlike recent pulses.
+    /// One of the two pulses is unlike recent pulses: its shape does not match their template, its amplitude is
+    /// out of their range, or the next upstroke came before its shape could be seen.
     case pulseShape
+    /// In mild motion: the interval passed every check, but too few clean intervals precede it to trust it yet.
+    case unconfirmed
 }

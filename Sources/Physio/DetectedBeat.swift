@@ -8,10 +8,14 @@ public struct DetectedBeat: Sendable, Equatable {
     public var interval: Double?
     /// Why the interval was withheld; `nil` when it was emitted.
     public var suppression: BeatSuppression?
+    /// Correlation of the pulse's shape with the template of recent pulses (1 = identical shape), or `nil` while
+    /// the template is learning or when the next upstroke came before the pulse's shape window ended.
+    public var templateCorrelation: Double?
 
-    public init(time: Double, interval: Double?, suppression: BeatSuppression?) {
+    public init(time: Double, interval: Double?, suppression: BeatSuppression?, templateCorrelation: Double? = nil) {
         self.time = time
         self.interval = interval
         self.suppression = suppression
+        self.templateCorrelation = templateCorrelation
     }
 }

@@ -19,9 +19,12 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// while sinus variability between neighbouring beats stays well inside this.
     public var maximumRelativeChange: Double = 0.2
     /// Smallest pulse amplitude accepted, relative to the median of recent pulses.
-    public var minimumAmplitudeRatio: Double = 0.33
+    public var minimumAmplitudeRatio: Double = 0.25
     /// Largest pulse amplitude accepted, relative to the median of recent pulses.
-    public var maximumAmplitudeRatio: Double = 3.0
+    public var maximumAmplitudeRatio: Double = 4.0
+    /// Smallest correlation of a pulse's shape with the template of recent pulses for it to count as a clean
+    /// pulse (see ``IBIEngine``). In mild motion the distance to 1 shrinks by ``mildMotionStrictness``.
+    public var minimumTemplateCorrelation: Double = 0.5
     /// ACC motion index (g, root of the summed per-axis variances over ``motionWindow``) above which beats are
     /// suppressed.
     public var motionThreshold: Double = 0.5
@@ -29,8 +32,11 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// cleanest ones are emitted (tolerances scaled by ``mildMotionStrictness``), because that is when a
     /// distorted pulse most often passes for a real one.
     public var mildMotionThreshold: Double = 0.1
+    /// In mild motion, an interval is emitted only when it completes a run of this many consecutive intervals that
+    /// passed every check; the first ones of a run are held back (``BeatSuppression/unconfirmed``).
+    public var motionConfirmations = 4
     /// Factor (≤ 1) applied to ``maximumRelativeChange`` and to the amplitude ratio band in mild motion.
-    public var mildMotionStrictness: Double = 0.5
+    public var mildMotionStrictness: Double = 0.75
     /// Length of the ACC window for the motion index, in seconds.
     public var motionWindow: Double = 1.0
     /// After motion, beats stay suppressed for this long (the PPG takes a moment to recover).

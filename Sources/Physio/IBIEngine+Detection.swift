@@ -51,17 +51,26 @@ extension IBIEngine {
     /// (a dicrotic wave, a jolt), not a beat: sinus rhythm does not shorten by 40 % from one beat to the next.
     static let earlyFraction = 0.6
 
-    /// Samples after an upstroke before the next may start: the shortest plausible interval, or ``earlyFraction`` of the typical
-    /// interval once known, which keeps a slow heart's dicrotic notch from counting as a beat.
+    /// Fraction of the typical interval after an upstroke during which no new pulse may start. Long enough to skip a
+    /// slow heart's dicrotic wave, short enough that a detector whose typical interval doubled (it missed every
+    /// other beat during an artefact) still sees the beats in between and can re-anchor on them.
+    static let refractoryFraction = 0.35
+
+    /// Samples after an upstroke before the next may start: 80 % of the shortest plausible interval, or
+    /// ``refractoryFraction`` of the typical interval once known.
     var refractorySamples: Int {
         var seconds = 0.8 * self.configuration.minimumInterval
         if let typical = self.typicalInterval {
-            seconds = max(seconds, 0.5 * typical)
+            seconds = max(seconds, Self.refractoryFraction * typical)
         }
         return Int(seconds * self.rate)
     }
 
-    /// Locates the pulse's foot and peak around the upstroke and decides whether its interval is emitted.
+    /// Locates the pulse's foot and peak around the upstroke and queues the pulse for judgement once its shape
+    /// window has been sampled.
+    ///
+    /// - Returns: the previous pulse's beat when it was still waiting and this upstroke, a plausible next beat,
+    ///   came inside its shape window: then its shape cannot be trusted.
     mutating func confirmPulse(peakIndex: Int) -> DetectedBeat? {
         let upstroke = self.maximumSlopeIndex
         var back = 0.3
@@ -86,98 +95,42 @@ extension IBIEngine {
             peakValue = self.raw[absolute: i]
         }
         self.lastPeakIndex = peak
-        let footTime = self.times[absolute: foot]
-        return self.judge(footTime: footTime, amplitude: peakValue - footValue)
-    }
-
-    /// Applies the checks in order of cost and returns the beat with its interval or the reason it was withheld.
-    mutating func judge(footTime: Double, amplitude: Double) -> DetectedBeat {
-        let configuration = self.configuration
-        let typicalAmplitude = self.amplitudes.median(minimumCount: 3)
-        // Mild motion narrows every tolerance; strong motion (below) suppresses outright.
-        let mild = self.motion.lastMildMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
-        let strictness = mild ? min(max(configuration.mildMotionStrictness, 0), 1) : 1
-        var pulseOK = amplitude > 0
-        if let typicalAmplitude, typicalAmplitude > 0 {
-            // The band is symmetric in log space: strictness 0.5 turns (1/3, 3) into (1/√3, √3).
-            let ratio = amplitude / typicalAmplitude
-            let lower = Self.power(configuration.minimumAmplitudeRatio, strictness)
-            let upper = Self.power(configuration.maximumAmplitudeRatio, strictness)
-            pulseOK = pulseOK && ratio >= lower && ratio <= upper
-        }
-        self.amplitudes.append(amplitude)
-        guard let previous = self.previousFootTime else {
-            self.previousEmitted = nil
-            self.previousFootTime = footTime
-            self.previousPulseOK = pulseOK
-            return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat)
-        }
-        let interval = footTime - previous
-        let typical = self.intervals.median(minimumCount: 3)
-        if interval < configuration.minimumInterval || interval < Self.earlyFraction * (typical ?? 0) {
-            // Too early to be the next beat: leave it out of the chain so the next real beat is measured from
-            // the last real one.
-            self.previousEmitted = nil
-            return DetectedBeat(time: footTime, interval: nil, suppression: .implausible)
-        }
-        defer {
-            self.previousFootTime = footTime
-            self.previousPulseOK = pulseOK
-        }
-        let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
-        if plausible {
-            self.intervals.append(interval)
-            self.typicalInterval = self.intervals.median(minimumCount: 3)
-        }
-        let previousEmitted = self.previousEmitted
-        self.previousEmitted = nil
-        let suppression: BeatSuppression
-        if let start = self.startTime, previous - start < configuration.warmUp {
-            suppression = .warmingUp
-        } else if !plausible {
-            suppression = .implausible
-        } else if self.motion.lastMotion + configuration.motionHoldoff >= previous {
-            suppression = .motion
-        } else if !pulseOK || !self.previousPulseOK {
-            suppression = .pulseShape
-        } else if !Self.isRegular(interval, typical: typical, previous: previousEmitted,
-                                  tolerance: strictness * configuration.maximumRelativeChange) {
-            suppression = .irregular
-        } else {
-            self.previousEmitted = interval
-            self.heartRate.append(interval: interval, endingAt: footTime)
-            return DetectedBeat(time: footTime, interval: interval, suppression: nil)
-        }
-        return DetectedBeat(time: footTime, interval: nil, suppression: suppression)
-    }
-
-    /// `base` raised to `exponent` in [0, 1] by a few square roots — enough precision for a tolerance band, without
-    /// Foundation's `pow`.
-    static func power(_ base: Double, _ exponent: Double) -> Double {
-        guard base > 0 else { return base }
-        if exponent >= 1 { return base }
-        if exponent <= 0 { return 1 }
-        // Binary expansion of the exponent over successive square roots.
-        var result = 1.0
-        var root = base
-        var remaining = exponent
-        var weight = 1.0
-        for _ in 0..<20 {
-            root = root.squareRoot()
-            weight *= 0.5
-            if remaining >= weight {
-                result *= root
-                remaining -= weight
+        var earlier: DetectedBeat?
+        if let waiting = self.pending {
+            let gap = self.times[absolute: foot] - waiting.footTime
+            let typical = self.typicalInterval ?? 0
+            if gap < self.configuration.minimumInterval || gap < Self.earlyFraction * typical {
+                // An upstroke inside the waiting pulse's shape window and too soon to be the next beat: the
+                // dicrotic wave or a jolt. Ignore it and let the waiting pulse be judged on its own shape.
+                return nil
             }
+            self.pending = nil
+            earlier = self.judge(waiting, complete: false)
         }
-        return result
+        // The window is anchored on the steepest upstroke, which is sharper than the foot (a flat or noisy
+        // diastole moves the lowest sample around, not the upstroke).
+        let window = max(Int((self.shapeWindow * self.rate).rounded()), 6)
+        let start = max(upstroke - window * 5 / 10, first)
+        self.pending = PendingPulse(footIndex: foot, footTime: self.times[absolute: foot],
+                                    rise: Double(upstroke - foot) / self.rate,
+                                    amplitude: peakValue - footValue, windowStart: start,
+                                    windowEnd: start + window)
+        return earlier
     }
 
-    /// Whether `interval` is within `tolerance` of the typical interval and of the previous emitted one.
-    static func isRegular(_ interval: Double, typical: Double?, previous: Double?, tolerance: Double) -> Bool {
-        guard let typical, typical > 0 else { return false }
-        if abs(interval - typical) > tolerance * typical { return false }
-        if let previous, previous > 0, abs(interval - previous) > tolerance * previous { return false }
-        return true
+    /// Length in seconds of the window, centred on the steepest upstroke, over which a pulse's shape is compared
+    /// with the template: half the typical interval (the end of the previous decline, the foot, the upstroke and the
+    /// peak at any rate), within 0.25–0.6 s so that the judgement, and with it the interval, comes at most 0.3 s
+    /// after the upstroke, well inside the 1 s latency budget.
+    var shapeWindow: Double {
+        guard let typical = self.typicalInterval else { return 0.4 }
+        return min(max(0.5 * typical, 0.25), 0.6)
+    }
+
+    /// Judges the waiting pulse once its shape window has been sampled.
+    mutating func judgePendingIfComplete(index: Int) -> DetectedBeat? {
+        guard let waiting = self.pending, index >= waiting.windowEnd else { return nil }
+        self.pending = nil
+        return self.judge(waiting, complete: true)
     }
 }

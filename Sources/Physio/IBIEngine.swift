@@ -4,10 +4,14 @@
 /// The fiducial is the pulse's foot — the BVP trough before the systolic upstroke — which is where Empatica's own
 /// IBIs sit, so intervals are comparable with theirs. Detection follows the upstroke: the slope of a low-passed
 /// BVP crossing an adaptive fraction of recent upstroke slopes marks a pulse; when the slope turns negative (the
-/// systolic peak) the pulse is confirmed and its foot is the lowest raw sample just before the upstroke. An
-/// interval is emitted only when it is plausible, close to recent intervals and to the previous emitted one, both
-/// pulses look like recent pulses, the accelerometer was quiet, and the warm-up is over; otherwise the beat is
-/// reported with the reason it was withheld.
+/// systolic peak) the pulse's foot is the lowest raw sample just before the upstroke, and the pulse is judged once
+/// a short window around its upstroke has been sampled (≈ 0.1–0.3 s later). A pulse is clean when its shape
+/// correlates with a running template of recent clean pulses, its amplitude is in their range and its foot sits
+/// their usual time before the upstroke. An interval is emitted only when it is plausible, close to recent
+/// intervals and to the previous clean one, both pulses are clean, the accelerometer was quiet (in mild motion: a
+/// few clean intervals in a row), and the warm-up is over; otherwise the beat is reported with the reason it was
+/// withheld. A pulse too early to be the next beat and not shaped like one (a dicrotic wave, a jolt) is not a
+/// beat at all.
 ///
 /// BVP polarity: systolic peaks positive (E4 exports and our live BVP, SPEC §6). Amplitude scale does not matter.
 /// Memory is fixed at `init`; ``appendBVP(_:at:)`` and ``appendACC(x:y:z:at:)`` never allocate.
@@ -50,11 +54,21 @@ public struct IBIEngine: Sendable {
     // Beat chain and references.
     var intervals: RecentMedian
     var amplitudes: RecentMedian
+    /// Foot-to-upstroke times of recent clean pulses.
+    var rises: RecentMedian
     /// Median of recent plausible intervals, refreshed when one is added (read every sample by the refractory).
     var typicalInterval: Double?
     var previousFootTime: Double?
     var previousPulseOK = false
-    var previousEmitted: Double?
+    var previousClean: Double?
+    /// Consecutive intervals that passed every check (emitted, or held back by
+    /// ``IBIConfiguration/motionConfirmations``).
+    var cleanRun = 0
+    /// The latest pulse, waiting for its shape window.
+    var pending: PendingPulse?
+    /// Foot time of a clean pulse that came too early to join the chain, until the next pulse is judged.
+    var earlyPulse: Double?
+    var template: PulseTemplate
 
     // Clocks.
     var startTime: Double?
@@ -76,6 +90,8 @@ public struct IBIEngine: Sendable {
         self.slopeDecay = 1 - 1 / rate
         self.intervals = RecentMedian(window: 8)
         self.amplitudes = RecentMedian(window: 8)
+        self.rises = RecentMedian(window: 8)
+        self.template = PulseTemplate()
         self.motion = MotionGate(configuration: configuration)
         self.heartRate = HeartRateTracker(window: configuration.heartRateWindow)
     }
@@ -89,7 +105,9 @@ public struct IBIEngine: Sendable {
         self.intervals.removeAll()
         self.typicalInterval = nil
         self.amplitudes.removeAll()
-        self.previousEmitted = nil
+        self.rises.removeAll()
+        self.template.reset()
+        self.previousClean = nil
         self.startTime = nil
         self.motion.reset()
         self.heartRate.reset()
@@ -147,7 +165,9 @@ public struct IBIEngine: Sendable {
         let filtered = self.lowPass.process(value)
         let slope = filtered - self.previousFiltered
         self.previousFiltered = filtered
-        output.beat = self.detect(slope: slope, index: self.raw.total - 1)
+        let index = self.raw.total - 1
+        output.beat = self.judgePendingIfComplete(index: index)
+        if let beat = self.detect(slope: slope, index: index) { output.beat = beat }
         return output
     }
 
@@ -160,5 +180,8 @@ public struct IBIEngine: Sendable {
         self.lastPeakIndex = Int.min / 2
         self.previousFootTime = nil
         self.previousPulseOK = false
+        self.cleanRun = 0
+        self.pending = nil
+        self.earlyPulse = nil
     }
 }

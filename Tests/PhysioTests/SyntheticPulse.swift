@@ -8,6 +8,8 @@ struct SyntheticPulse {
     var rate = 64.0
     var start = 1_700_000_000.0
     var amplitude = 100.0
+    /// Relative size of the pulse with a given index (1 = normal); lets a test shrink or grow single pulses.
+    var scale: @Sendable (Int) -> Double = { _ in 1 }
 
     /// Beat (foot) times for `intervals`, starting 0.3 s after `start`.
     func beats(intervals: [Double]) -> [Double] {
@@ -33,7 +35,7 @@ struct SyntheticPulse {
             let dicrotic = 0.45 * Self.bump(tau, centre: 0.36 * scale, width: 0.07 * scale)
             // A slow diastolic decay that ends near zero by the next foot.
             let decay = 0.25 * Self.smoothStep(tau / (0.12 * scale)) * Self.exponential(-tau / (0.25 * scale))
-            total += self.amplitude * (systolic + dicrotic + decay)
+            total += self.amplitude * self.scale(index) * (systolic + dicrotic + decay)
         }
         return total
     }

@@ -1,0 +1,114 @@
+extension IBIEngine {
+    /// Applies the checks in order of cost and returns the beat with its interval or the reason it was withheld;
+    /// `nil` when the pulse is taken for an artefact rather than a beat (too early and unlike recent pulses).
+    ///
+    /// - Parameters:
+    ///   - pulse: the pulse to judge.
+    ///   - complete: whether its whole shape window was sampled before the next upstroke.
+    mutating func judge(_ pulse: PendingPulse, complete: Bool) -> DetectedBeat? {
+        let configuration = self.configuration
+        let footTime = pulse.footTime
+        // Mild motion narrows the tolerances; strong motion (below) suppresses outright.
+        let mild = self.motion.lastMildMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
+        let strong = self.motion.lastMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
+        let strictness = mild ? min(max(configuration.mildMotionStrictness, 0), 1) : 1
+        let (pulseOK, correlation) = self.assess(pulse, complete: complete, strictness: strictness)
+        let settled = self.template.isSettled
+
+        var previous = self.previousFootTime
+        let typical = self.intervals.median(minimumCount: 3)
+        let early = previous.map {
+            footTime - $0 < configuration.minimumInterval || footTime - $0 < Self.earlyFraction * (typical ?? 0)
+        } ?? false
+        if early {
+            // Too early to be the next beat: a dicrotic wave, a jolt — or a real beat when the detector has locked
+            // onto every other beat. It stays out of the chain so the next beat is measured from the last one, but
+            // a clean one is remembered in case the next beat shows it was real.
+            self.earlyPulse = pulseOK && settled ? footTime : nil
+            return nil
+        }
+        if let earlyPulse = self.earlyPulse, let last = previous, pulseOK,
+           Self.splitsEvenly(last: last, middle: earlyPulse, next: footTime,
+                             minimum: configuration.minimumInterval, tolerance: configuration.maximumRelativeChange)
+        {
+            // The early pulse sat midway between two beats and looked like them: the rhythm is twice what the chain
+            // believed. Measure from it, so the true interval reaches the rhythm's median.
+            previous = earlyPulse
+            self.previousFootTime = earlyPulse
+            self.previousPulseOK = true
+        }
+        self.earlyPulse = nil
+        let interval = previous.map { footTime - $0 }
+        if !strong && complete {
+            if pulseOK {
+                self.template.learnLatest()
+            } else if settled {
+                self.template.missLatest()
+            }
+        }
+        self.amplitudes.append(pulse.amplitude)
+        guard let previous, let interval else {
+            self.previousClean = nil
+            self.previousFootTime = footTime
+            self.previousPulseOK = pulseOK
+            return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat,
+                                templateCorrelation: correlation)
+        }
+        let previousPulseOK = self.previousPulseOK
+        self.previousFootTime = footTime
+        self.previousPulseOK = pulseOK
+        let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
+        // The rhythm is learned only from pulses that look like pulses, so artefacts do not drag it around; while the
+        // arm moves, only from intervals close to it, so a periodic artefact cannot pull it to its own period.
+        let steady = !mild || typical.map { abs(interval - $0) <= configuration.maximumRelativeChange * $0 } ?? false
+        if plausible && steady && (pulseOK || !settled) && (previousPulseOK || !settled) {
+            self.intervals.append(interval)
+            self.typicalInterval = self.intervals.median(minimumCount: 3)
+        }
+        let previousClean = self.previousClean
+        self.previousClean = nil
+        let suppression: BeatSuppression
+        if let start = self.startTime, previous - start < configuration.warmUp {
+            suppression = .warmingUp
+        } else if !plausible {
+            suppression = .implausible
+        } else if self.motion.lastMotion + configuration.motionHoldoff >= previous {
+            suppression = .motion
+        } else if !pulseOK || !previousPulseOK {
+            suppression = .pulseShape
+        } else if !Self.isRegular(interval, typical: typical, previous: previousClean,
+                                  tolerance: strictness * configuration.maximumRelativeChange) {
+            suppression = .irregular
+        } else {
+            self.previousClean = interval
+            self.cleanRun += 1
+            if mild && self.cleanRun < configuration.motionConfirmations {
+                // While the arm moves, a clean-looking interval is trusted only once a few in a row agree: an
+                // artefact can pass every check once, rarely several times running.
+                return DetectedBeat(time: footTime, interval: nil, suppression: .unconfirmed,
+                                    templateCorrelation: correlation)
+            }
+            self.heartRate.append(interval: interval, endingAt: footTime)
+            return DetectedBeat(time: footTime, interval: interval, suppression: nil, templateCorrelation: correlation)
+        }
+        self.cleanRun = 0
+        return DetectedBeat(time: footTime, interval: nil, suppression: suppression, templateCorrelation: correlation)
+    }
+
+    /// Whether `middle` splits `last`…`next` into two plausible intervals within `tolerance` of each other, as a
+    /// real beat does between its neighbours and a dicrotic wave (about a third of the way) does not.
+    static func splitsEvenly(last: Double, middle: Double, next: Double, minimum: Double, tolerance: Double) -> Bool {
+        let first = middle - last
+        let second = next - middle
+        guard first >= minimum, second >= minimum else { return false }
+        return abs(first - second) <= tolerance * 0.5 * (first + second)
+    }
+
+    /// Whether `interval` is within `tolerance` of the typical interval and of the previous emitted one.
+    static func isRegular(_ interval: Double, typical: Double?, previous: Double?, tolerance: Double) -> Bool {
+        guard let typical, typical > 0 else { return false }
+        if abs(interval - typical) > tolerance * typical { return false }
+        if let previous, previous > 0, abs(interval - previous) > tolerance * previous { return false }
+        return true
+    }
+}

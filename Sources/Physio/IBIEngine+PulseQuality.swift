@@ -1,0 +1,47 @@
+extension IBIEngine {
+    /// Largest change of a pulse's foot-to-upstroke time, relative to that of recent pulses, before its foot is
+    /// taken for an artefact's trough.
+    static let footTolerance = 0.5
+
+    /// Whether a pulse looks like recent clean pulses: amplitude within their band, shape correlated with their
+    /// template, foot at their usual distance before the upstroke. Learns the foot distance from clean pulses.
+    ///
+    /// - Parameters:
+    ///   - pulse: the pulse.
+    ///   - complete: whether its shape window was sampled before the next upstroke; if not, its shape is unknown.
+    ///   - strictness: 1 at rest, less in mild motion: the correlation must come that much closer to 1.
+    /// - Returns: whether the pulse is clean, and its correlation with the template when there was one to compare.
+    mutating func assess(_ pulse: PendingPulse, complete: Bool, strictness: Double) -> (Bool, Double?) {
+        let configuration = self.configuration
+        var amplitudeOK = pulse.amplitude > 0
+        if let typicalAmplitude = self.amplitudes.median(minimumCount: 3), typicalAmplitude > 0 {
+            let ratio = pulse.amplitude / typicalAmplitude
+            amplitudeOK = amplitudeOK && ratio >= configuration.minimumAmplitudeRatio
+                && ratio <= configuration.maximumAmplitudeRatio
+        }
+        var correlation: Double?
+        if complete, self.raw.contains(absolute: pulse.windowStart), self.raw.contains(absolute: pulse.windowEnd) {
+            correlation = self.template.correlate(self.raw, from: pulse.windowStart, through: pulse.windowEnd)
+        }
+        let settled = self.template.isSettled
+        let minimumCorrelation = 1 - (1 - configuration.minimumTemplateCorrelation) * strictness
+        let shapeOK: Bool
+        if !complete {
+            shapeOK = false
+        } else if let correlation {
+            shapeOK = correlation >= minimumCorrelation
+        } else {
+            // Template still learning: only the amplitude and the foot speak.
+            shapeOK = !settled
+        }
+        // The foot sits a steady time before the steepest upstroke; an artefact that moves the trough (a jolt, a
+        // swing) changes that time, while the upstroke stays put. Such a foot would give a wrong interval.
+        var footOK = true
+        if let typicalRise = self.rises.median(minimumCount: 3) {
+            footOK = abs(pulse.rise - typicalRise) <= max(Self.footTolerance * typicalRise, 2 / self.rate)
+        }
+        let pulseOK = amplitudeOK && shapeOK && footOK
+        if pulseOK || !settled { self.rises.append(pulse.rise) }
+        return (pulseOK, correlation)
+    }
+}
