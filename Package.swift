@@ -53,7 +53,8 @@ let package = Package(
         .target(name: "Physio", swiftSettings: strict),
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
-        .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging"], swiftSettings: strict),
+        .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
+                                              "EmpaLink", "MQTT"], swiftSettings: strict),
         // The operator tool's subcommands.
         .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
                                                    "EventLoop", "Agent", "CCrypto"], swiftSettings: strict),

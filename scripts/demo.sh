@@ -1,11 +1,71 @@
 #!/usr/bin/env bash
-# `make demo`. The forwarding agent and the wristband simulator are not built yet; until they are, the demo
-# validates the demo configuration and shows it fully defaulted, and says so.
+# `make demo`: a private D-Bus bus, empalink-sim with 3 wristbands, mosquitto on a loopback port, empalinkd with
+# Config/demo.toml, and the live MQTT traffic. Ctrl-C stops everything this script started (by PID).
 set -euo pipefail
 bin="$1"
 cd "$(dirname "$0")/.."
-echo "EmpaLink Edge demo — early build: the simulator and the forwarding agent are not built yet."
-echo "Showing what exists: the configuration the demo will run with, validated and fully defaulted."
-echo
-echo "\$ empalinkd --check-config --config Config/demo.toml --json"
-"$bin/empalinkd" --check-config --config Config/demo.toml --json
+root="$(pwd)"
+work="$root/.build/demo"
+mkdir -p "$work"
+rm -f "$work/bus" "$work/control.sock"
+port=18830
+if (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+    echo "demo: port $port is in use; stop whatever listens there (or an earlier demo) and retry" >&2
+    exit 1
+fi
+
+pids=()
+cleanup() {
+    trap - INT TERM EXIT
+    echo
+    echo "demo: stopping"
+    # Newest first, each one waited for, so the agent says goodbye to a broker that is still there.
+    for ((i=${#pids[@]}-1; i>=0; i--)); do
+        kill -TERM "${pids[$i]}" 2>/dev/null || true
+        wait "${pids[$i]}" 2>/dev/null || true
+    done
+}
+trap cleanup INT TERM EXIT
+
+cat > "$work/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$work/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+CONF
+dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile 2>/dev/null &
+pids+=($!)
+for _ in $(seq 50); do [ -S "$work/bus" ] && break; sleep 0.1; done
+export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$work/bus"
+
+printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" > "$work/mosquitto.conf"
+mosquitto -c "$work/mosquitto.conf" 2>"$work/mosquitto.log" &
+pids+=($!)
+
+"$bin/empalink-sim" --bus "$DBUS_SYSTEM_BUS_ADDRESS" --devices 3 --truth "$work/truth" --log-level warn &
+pids+=($!)
+
+rm -f "$work/keyring.toml"
+"$bin/empalinkctl" key add --devices '*' --keyring "$work/keyring.toml" > "$work/api-key"
+
+sleep 0.5
+echo "demo: live MQTT traffic on 127.0.0.1:$port (topics empalink/demo/#); Ctrl-C stops the demo"
+echo "demo: in another shell: $bin/empalinkctl status --socket $work/control.sock"
+mosquitto_sub -h 127.0.0.1 -p "$port" -t 'empalink/#' -v &
+pids+=($!)
+"$bin/empalinkd" --config Config/demo.toml &
+pids+=($!)
+# DEMO_SECONDS=N ends the demo by itself after N seconds (the test suite uses it).
+if [ -n "${DEMO_SECONDS:-}" ]; then
+    sleep "$DEMO_SECONDS" &
+    pids+=($!)
+fi
+wait -n "${pids[@]}" || true

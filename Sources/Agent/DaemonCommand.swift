@@ -1,4 +1,6 @@
 import Config
+import EventLoop
+import Logging
 import Posix
 
 /// `empalinkd`'s command line (SPEC §3).
@@ -101,8 +103,26 @@ public enum DaemonCommand {
             }
             return 0
         }
-        Console.err("empalinkd: the forwarding agent is not built yet; this build only validates configuration "
-                        + "(--check-config)")
-        return 1
+        return self.runAgent(configuration, path: options.configPath)
+    }
+
+    /// Runs the agent until SIGTERM/SIGINT.
+    static func runAgent(_ configuration: AgentConfiguration, path: String) -> Int32 {
+        // Signals go to the loop's signalfd: block them before any thread (libdbus, libmosquitto) starts.
+        do {
+            try EventLoop.blockSignals(AgentRuntime.handledSignals)
+        } catch {
+            Console.err("empalinkd: cannot block signals: \(error)")
+            return 1
+        }
+        let level = LogLevel(name: configuration.agent.logLevel.rawValue) ?? .info
+        let logger = Logger.standard(identifier: "empalinkd", level: level)
+        do {
+            let agent = try AgentRuntime(configuration: configuration, configPath: path, logger: logger)
+            return agent.run()
+        } catch {
+            logger.error("\(error.message)")
+            return 1
+        }
     }
 }

@@ -20,3 +20,12 @@ int clinux_pipe2(int fds[2], int flags) {
 int clinux_set_thread_name(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
+
+#include <sys/timex.h>
+
+int clinux_clock_synchronized(void) {
+    struct timex tx = {0};
+    int state = adjtimex(&tx);
+    if (state == -1) return -1;
+    return (state == TIME_ERROR || (tx.status & STA_UNSYNC)) ? 0 : 1;
+}

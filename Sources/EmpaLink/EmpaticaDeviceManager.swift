@@ -59,6 +59,10 @@ public final class EmpaticaDeviceManager {
     var options = ConnectOptions()
     /// `connect` was called and `disconnect` was not.
     var wantsConnection = false
+
+    /// Whether the device is meant to be connected (``connect(delegate:)`` called, ``disconnect()`` not):
+    /// it is connected, connecting, or waiting to reconnect.
+    public var isConnectionWanted: Bool { self.wantsConnection }
     /// Whether BlueZ currently has an object for this device.
     var present = true
     var attempt: UInt64 = 0

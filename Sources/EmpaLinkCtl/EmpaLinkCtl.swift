@@ -5,6 +5,8 @@ import Posix
 public enum EmpaLinkCtl {
     /// Every subcommand, in the order `--help` lists them.
     public static var commands: [any CtlCommand.Type] {[
+        StatusCommand.self,
+        ModeCommand.self,
         ScanCommand.self,
         CaptureCommand.self,
         DecodeCommand.self,

@@ -39,13 +39,32 @@ public final class TestBus {
                               "--nopidfile"])
         self.directory = directory
         self.address = "unix:path=\(socket)"
-        // Wait for the socket (bounded): the daemon creates it before it accepts connections.
+        // Wait (bounded) until the daemon accepts connections: the socket file appears before it listens.
         for _ in 0..<500 {
-            if access(socket, F_OK) == 0 { return }
+            if access(socket, F_OK) == 0, TestBus.accepts(socket) { return }
             usleep(10_000)
         }
         self.stop()
         throw DBusError(name: "test.BusDidNotStart", message: "dbus-daemon did not create \(socket)")
+    }
+
+    /// Whether a Unix stream socket at `path` accepts a connection.
+    static func accepts(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
     }
 
     /// Ends the daemon we started (by PID) and reaps it.

@@ -89,3 +89,6 @@ static inline size_t clinux_signalfd_siginfo_size(void) { return sizeof(struct s
 static inline int clinux_signalfd_siginfo_signo(const void *info) {
     return (int)((const struct signalfd_siginfo *)info)->ssi_signo;
 }
+
+/// Whether the kernel considers the system clock synchronised (NTP/PTP/RTC discipline): 1 yes, 0 no, -1 unknown.
+int clinux_clock_synchronized(void);

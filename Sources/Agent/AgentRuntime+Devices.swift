@@ -1,0 +1,119 @@
+import EmpaLink
+
+/// Which wristbands to connect, and their status topics.
+extension AgentRuntime: EmpaticaDelegate {
+    public func didUpdateBLEStatus(_ status: BLEStatus) {
+        self.logger.info("Bluetooth \(status.rawValue)", ["BLE_STATUS": status.rawValue])
+        self.updateSystemdStatus()
+    }
+
+    public func didDiscoverDevices(_ devices: [EmpaticaDeviceManager]) {
+        self.reconcileConnections()
+        self.publishDevices()
+    }
+
+    /// Connects whitelisted, allowed wristbands up to `max_connections`; disconnects ones no longer whitelisted.
+    /// Only whitelisted wristbands are ever connected.
+    func reconcileConnections() {
+        guard let api = self.api, !self.shuttingDown else { return }
+        for device in api.devices where device.isConnectionWanted && !self.isWhitelisted(device) {
+            self.logger.info("disconnecting \(device.serialNumber): no longer whitelisted", ["DEVICE": device.serialNumber])
+            device.disconnect()
+        }
+        var active = api.devices.filter { $0.isConnectionWanted }.count
+        for device in api.devices where !device.isConnectionWanted && self.isWhitelisted(device) {
+            guard active < self.configuration.bluetooth.maxConnections else { break }
+            guard device.allowed else {
+                self.logger.warn("\(device.serialNumber) is whitelisted but the API key does not unlock it",
+                                 ["DEVICE": device.serialNumber])
+                continue
+            }
+            let publisher = self.publisher(for: device)
+            do {
+                try device.connect(delegate: publisher)
+                active += 1
+                self.logger.info("connecting \(device.serialNumber)", ["DEVICE": device.serialNumber])
+            } catch {
+                self.logger.error("\(device.serialNumber): \(error)", ["DEVICE": device.serialNumber])
+            }
+        }
+        api.reconcileDiscovery()
+    }
+
+    func publisher(for device: EmpaticaDeviceManager) -> DevicePublisher {
+        let label = self.wristband(for: device)?.label ?? ""
+        if let existing = self.publishers[device.serialNumber] {
+            existing.label = label
+            return existing
+        }
+        let publisher = DevicePublisher(agent: self, serial: device.serialNumber, label: label)
+        self.publishers[device.serialNumber] = publisher
+        return publisher
+    }
+
+    /// A wristband's connection changed: its retained status topic, systemd's STATUS, and connection slots.
+    func deviceStatusChanged(_ device: EmpaticaDeviceManager) {
+        self.publishDeviceStatus(device)
+        self.updateSystemdStatus()
+        self.logger.info("\(device.serialNumber) \(device.deviceStatus.rawValue)",
+                         ["DEVICE": device.serialNumber, "STATUS": device.deviceStatus.rawValue])
+        if device.deviceStatus == .disconnected || device.deviceStatus == .connected {
+            self.reconcileConnections()
+        }
+    }
+
+    func publishDeviceStatus(_ device: EmpaticaDeviceManager, overriding status: DeviceStatus? = nil) {
+        guard let publisher = self.publishers[device.serialNumber] else { return }
+        let status = status ?? device.deviceStatus
+        var members: [(String, String)] = [
+            ("status", Self.quote(status.rawValue)),
+            ("address", Self.quote(device.address.description)),
+            ("label", Self.quote(publisher.label)),
+            ("rssi", device.rssi.map(String.init) ?? "null"),
+            ("battery", device.batteryLevel.map { Self.number(Double($0), decimals: 2) } ?? "null"),
+            ("since", device.connectedSince.map { Self.number($0, decimals: 3) } ?? "null"),
+        ]
+        if status == .connected { members.append(("sid", Self.quote(publisher.sid))) }
+        self.outbox.publish(topic: self.topicBase + "/" + device.serialNumber + "/status",
+                            text: Self.object(members), retain: true)
+    }
+
+    func updateSystemdStatus() {
+        guard let api = self.api else {
+            self.notifier.status("waiting for the system bus")
+            return
+        }
+        let connected = api.devices.filter { $0.deviceStatus == .connected }.count
+        self.notifier.status("\(connected)/\(self.configuration.wristbands.count) wristbands connected, "
+                                 + "Bluetooth \(api.status.rawValue), MQTT \(self.mqtt.state), mode \(self.mode.rawValue)")
+    }
+
+    // MARK: Control-plane JSON (small, allocation is fine here)
+
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            default:
+                if scalar.value < 0x20 {
+                    out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    static func number(_ value: Double, decimals: Int) -> String {
+        let buffer = JSONBuffer(capacity: 64)
+        buffer.append(value, decimals: decimals)
+        return String(decoding: buffer.bytes, as: UTF8.self)
+    }
+
+    static func object(_ members: [(String, String)]) -> String {
+        "{" + members.map { Self.quote($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
+    }
+}

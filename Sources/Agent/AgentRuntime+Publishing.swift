@@ -1,0 +1,131 @@
+import Config
+import EmpaLink
+import EventLoop
+import MQTT
+
+/// The agent-level topics: status (with the Last Will), devices, metrics; batching cadence.
+extension AgentRuntime {
+    func mqttEvent(_ event: MQTTConnectionEvent) {
+        switch event {
+        case .connected:
+            self.logger.info("connected to the MQTT broker \(self.configuration.mqtt.host):\(self.configuration.mqtt.port)")
+            self.publishStatus(online: true)
+            self.lastDevicesSummary = ""
+            self.publishDevices()
+            for device in self.api?.devices ?? [] where self.publishers[device.serialNumber] != nil {
+                self.publishDeviceStatus(device)
+            }
+            if self.configuration.control.mqttCommands {
+                do {
+                    try self.mqtt.subscribe(self.topicBase + "/cmd", qos: 1)
+                } catch {
+                    self.logger.error("cannot subscribe to commands: \(error.message)")
+                }
+            }
+        case .disconnected(let error, let retryIn):
+            let reason = error?.message ?? "disconnected"
+            let retry = retryIn.map { ", retrying in \($0)" } ?? ""
+            self.logger.warn("MQTT: \(reason)\(retry)")
+        }
+        self.updateSystemdStatus()
+    }
+
+    /// `P/A/status`, retained; the Last Will says `offline` if we vanish.
+    func publishStatus(online: Bool) {
+        let text: String
+        if online {
+            text = Self.object([
+                ("state", Self.quote("online")),
+                ("version", Self.quote(Version.string)),
+                ("mode", Self.quote(self.mode.rawValue)),
+                ("clock_synced", self.clockSynced ? "true" : "false"),
+            ])
+        } else {
+            text = Self.object([("state", Self.quote("offline"))])
+        }
+        self.outbox.publish(topic: self.topicBase + "/status", text: text, retain: true)
+    }
+
+    /// `P/A/devices`, retained: every wristband seen and whether the agent would connect it.
+    func publishDevices() {
+        guard let api = self.api else { return }
+        let members = api.devices.map { device -> (String, String) in
+            (device.serialNumber, Self.object([
+                ("address", Self.quote(device.address.description)),
+                ("name", Self.quote(device.name)),
+                ("rssi", device.rssi.map(String.init) ?? "null"),
+                ("allowed", device.allowed && self.isWhitelisted(device) ? "true" : "false"),
+            ]))
+        }
+        let text = Self.object(members)
+        guard text != self.lastDevicesSummary else { return }
+        self.lastDevicesSummary = text
+        self.outbox.publish(topic: self.topicBase + "/devices", text: text, retain: true)
+    }
+
+    /// Flushes every batch each `batch_ms` (or `background_batch_ms`); with 0, publishers flush per notification.
+    func scheduleFlush() {
+        if let timer = self.flushTimer { self.loop.cancel(timer) }
+        self.flushTimer = nil
+        let milliseconds = self.batchMilliseconds
+        guard milliseconds > 0 else { return }
+        let interval = Duration.milliseconds(milliseconds)
+        self.flushTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [unowned self] in
+            for publisher in self.publishers.values { publisher.flushAll() }
+        }
+    }
+
+    func scheduleMetrics() {
+        if let timer = self.metricsTimer { self.loop.cancel(timer) }
+        self.metricsTimer = nil
+        let seconds = self.configuration.publish.metricsIntervalSeconds
+        guard seconds > 0 else { return }
+        self.metricsTimer = try? self.loop.scheduleTimer(after: .seconds(Int64(seconds)),
+                                                        repeating: .seconds(Int64(seconds))) { [unowned self] in
+            self.publishMetrics()
+            self.publishDevices()
+        }
+    }
+
+    /// `P/A/metrics`.
+    func publishMetrics() {
+        self.outbox.publish(topic: self.topicBase + "/metrics", text: self.metricsJSON(), retain: false)
+    }
+
+    func metricsJSON() -> String {
+        let devices = (self.api?.devices ?? []).filter { self.isWhitelisted($0) || $0.isConnectionWanted }
+            .map { device -> (String, String) in
+                let stats = device.statistics
+                return (device.serialNumber, Self.object([
+                    ("status", Self.quote(device.deviceStatus.rawValue)),
+                    ("rx_packets", String(stats.packets)),
+                    ("lost", String(stats.lostPackets)),
+                    ("duplicates", String(stats.duplicates)),
+                    ("decode_errors", String(stats.decodeErrors)),
+                    ("reconnects", String(device.counters.linkLosses)),
+                    ("connect_failures", String(device.counters.connectFailures)),
+                    ("clock_reanchors", String(device.clockReanchors)),
+                    ("rssi", device.rssi.map(String.init) ?? "null"),
+                ]))
+            }
+        return Self.object([
+            ("uptime", Self.number(self.uptimeSeconds, decimals: 1)),
+            ("mode", Self.quote(self.mode.rawValue)),
+            ("clock_synced", self.clockSynced ? "true" : "false"),
+            ("bluetooth", Self.quote(self.api?.status.rawValue ?? "notAvailable")),
+            ("devices", Self.object(devices)),
+            ("mqtt", Self.object([
+                ("state", Self.quote("\(self.mqtt.state)")),
+                ("published", String(self.outbox.published)),
+                ("acked", String(self.outbox.acknowledged)),
+                ("inflight", String(self.mqtt.inflightCount)),
+                ("dropped", String(self.outbox.dropped)),
+                ("oversized", String(self.outbox.oversized)),
+            ])),
+            ("spool", Self.object([
+                ("enabled", self.outbox.spool == nil ? "false" : "true"),
+                ("spooled", String(self.outbox.spooled)),
+            ])),
+        ])
+    }
+}

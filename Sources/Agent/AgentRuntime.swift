@@ -1,0 +1,208 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Config
+import DBus
+import EmpaLink
+import EventLoop
+import Logging
+import MQTT
+import Posix
+
+/// The forwarding agent: wristbands in through EmpaLink, per-device MQTT topics out (SPEC §8, §10, §12).
+///
+/// One event loop owns BlueZ, D-Bus, MQTT, timers, signals and the control socket. ``run()`` returns the process
+/// exit code after a SIGTERM/SIGINT shutdown.
+public final class AgentRuntime {
+    public internal(set) var configuration: AgentConfiguration
+    let configPath: String
+    let loop: EventLoop
+    let logger: Logger
+    let notifier = SystemdNotifier()
+    let mqtt: MQTTClient
+    let outbox: Outbox
+    /// The buffer every message is formatted into (one message at a time, on the loop thread).
+    let json = JSONBuffer(capacity: 64 << 10)
+    /// `P/A`.
+    let topicBase: String
+
+    var bus: DBusConnection?
+    var api: EmpaticaAPI?
+    var apiKey: String?
+    var publishers: [String: DevicePublisher] = [:]
+    var enabledStreams: Set<StreamKind>
+    var mode: AgentConfiguration.PowerMode
+    var flushTimer: TimerHandle?
+    var metricsTimer: TimerHandle?
+    var busRetryTimer: TimerHandle?
+    var control: ControlServer?
+    let started = MonotonicInstant.now
+    var shuttingDown = false
+    var exitCode: Int32 = 0
+    /// Devices seen, for the `devices` topic: serial → last published summary.
+    var lastDevicesSummary = ""
+
+    /// Whether each notification is published at once (batch interval 0).
+    var flushEveryNotification: Bool { self.batchMilliseconds == 0 }
+
+    var batchMilliseconds: Int {
+        self.mode == .active ? self.configuration.publish.batchMilliseconds
+            : self.configuration.publish.backgroundBatchMilliseconds
+    }
+
+    /// Creates the agent; call on the thread that will run it, after ``EventLoop/blockSignals(_:)``.
+    ///
+    /// - Throws: a one-line ``AgentError`` (MQTT options such as an unreadable password file, the loop).
+    public init(configuration: AgentConfiguration, configPath: String, logger: Logger) throws(AgentError) {
+        self.configuration = configuration
+        self.configPath = configPath
+        self.logger = logger
+        self.mode = configuration.bluetooth.mode
+        self.enabledStreams = Set(configuration.publish.streams.compactMap(StreamKind.init(rawValue:)))
+        self.topicBase = configuration.mqtt.topicPrefix + "/" + configuration.agent.id
+        do {
+            self.loop = try EventLoop()
+        } catch {
+            throw AgentError("cannot create the event loop: \(error)")
+        }
+        do {
+            let options = try MQTTClient.Options(configuration.mqtt, agentID: configuration.agent.id)
+            self.mqtt = try MQTTClient(options: options, eventLoop: self.loop, logger: logger)
+        } catch {
+            throw AgentError(error.message)
+        }
+        self.outbox = Outbox(mqtt: self.mqtt, qos: configuration.mqtt.qos, logger: logger)
+    }
+
+    /// Runs until SIGTERM/SIGINT; returns the exit code.
+    public func run() -> Int32 {
+        do {
+            try self.start()
+        } catch {
+            self.logger.error("\(error.message)")
+            return 1
+        }
+        self.loop.run()
+        self.control?.close()
+        self.bus?.close()
+        self.mqtt.close()
+        self.loop.close()
+        return self.exitCode
+    }
+
+    func start() throws(AgentError) {
+        self.installSignals()
+        do {
+            self.apiKey = try APIKey.load(self.configuration.auth)
+        } catch {
+            throw AgentError(error.message)
+        }
+        if self.apiKey == nil {
+            self.logger.warn("no API key configured (auth.api_key_file): no wristband will be connected")
+        }
+        self.mqtt.onConnectionEvent = { [unowned self] event in self.mqttEvent(event) }
+        self.mqtt.onMessage = { [unowned self] message in
+            self.command(topic: message.topic, payload: Array(message.payload))
+        }
+        do {
+            try self.mqtt.start()
+        } catch {
+            throw AgentError(error.message)
+        }
+        self.connectBus()
+        self.scheduleFlush()
+        self.scheduleMetrics()
+        self.control = ControlServer(path: self.configuration.agent.controlSocket, loop: self.loop,
+                                     logger: self.logger) { [unowned self] line in self.controlCommand(line) }
+        self.notifier.ready(status: "started; waiting for wristbands")
+        self.notifier.startWatchdog(on: self.loop)
+        self.logger.info("empalinkd \(Version.string) started", ["AGENT": self.configuration.agent.id,
+                                                                    "MODE": self.mode.rawValue])
+    }
+
+    // MARK: Bluetooth
+
+    /// Connects to the system bus and starts EmpaLink; retries every 5 s while the bus is unreachable.
+    func connectBus() {
+        let address = DBusConnection.systemBusAddress
+        do {
+            let bus = try DBusConnection.connect(address: address, loop: self.loop)
+            bus.onDisconnect = { [weak self] in
+                guard let self, !self.shuttingDown else { return }
+                self.logger.error("lost the system bus; reconnecting")
+                self.bus = nil
+                self.api = nil
+                self.retryBus()
+            }
+            var options = EmpaticaAPI.Options()
+            let bluetooth = self.configuration.bluetooth
+            options.adapter = bluetooth.adapter
+            options.rssiMin = bluetooth.rssiMin
+            options.keyringPath = self.configuration.auth.keyring
+            options.connectTimeout = .seconds(Int64(bluetooth.connectTimeoutSeconds))
+            options.reconnectInitial = .seconds(Int64(bluetooth.reconnectInitialSeconds))
+            options.reconnectMax = .seconds(Int64(bluetooth.reconnectMaxSeconds))
+            options.backgroundScanWindow = .seconds(Int64(bluetooth.backgroundScanWindowSeconds))
+            options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
+            let api = try EmpaticaAPI(connection: bus, options: options)
+            api.scanPolicy = { [unowned self] in self.needsDiscovery() }
+            self.bus = bus
+            self.api = api
+            if self.mode == .background { api.prepareForBackground() }
+            guard let key = self.apiKey else { return }
+            do throws(EmpaLinkError) {
+                try api.authenticate(apiKey: key)
+                try api.discoverDevices(delegate: self)
+            } catch {
+                self.logger.error("\(error)")
+            }
+        } catch {
+            self.logger.error("cannot reach the system bus at \(address): \(error); retrying in 5 s")
+            self.retryBus()
+        }
+    }
+
+    func retryBus() {
+        guard self.busRetryTimer == nil else { return }
+        self.busRetryTimer = try? self.loop.scheduleTimer(after: .seconds(5)) { [weak self] in
+            self?.busRetryTimer = nil
+            self?.connectBus()
+        }
+    }
+
+    func isWhitelisted(_ device: EmpaticaDeviceManager) -> Bool {
+        self.wristband(for: device) != nil
+    }
+
+    func wristband(for device: EmpaticaDeviceManager) -> AgentConfiguration.Wristband? {
+        let address = device.address.description
+        return self.configuration.wristbands.first { $0.serial == device.serialNumber || $0.address == address }
+    }
+
+    /// Discovery runs while a whitelisted wristband is not connected and a connection slot is free.
+    func needsDiscovery() -> Bool {
+        guard let api = self.api, !self.shuttingDown else { return false }
+        let active = api.devices.filter { $0.deviceStatus != .disconnected }.count
+        guard active < self.configuration.bluetooth.maxConnections else { return false }
+        let connected = Set(api.devices.filter { $0.deviceStatus == .connected }.map(\.serialNumber))
+        return self.configuration.wristbands.contains { !connected.contains($0.serial) }
+    }
+
+    // MARK: Clock
+
+    /// Whether the system clock is synchronised (a Pi without RTC is not until NTP has run; SPEC §8).
+    var clockSynced: Bool { clinux_clock_synchronized() == 1 }
+
+    var uptimeSeconds: Double {
+        let nanoseconds = MonotonicInstant.now.nanoseconds &- self.started.nanoseconds
+        return Double(nanoseconds) / 1e9
+    }
+}
+
+/// A one-line agent error.
+public struct AgentError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { self.message }
+}

@@ -1,0 +1,209 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import EmpaLink
+
+/// Turns one wristband's data into MQTT messages (SPEC §10): per-stream batches in preallocated storage,
+/// formatted into the shared JSON buffer and handed to the ``Outbox``. Nothing here allocates per notification.
+///
+/// Each connection session gets a new random `sid`; `seq` counts from 0 per (`sid`, stream).
+final class DevicePublisher: EmpaticaDeviceDelegate {
+    unowned let agent: AgentRuntime
+    let serial: String
+    var label: String
+    /// NUL-terminated topics `P/A/S/<stream>`, by stream.
+    let topics: [StreamKind: ContiguousArray<CChar>]
+    let statusTopic: ContiguousArray<CChar>
+    /// `"sid":"…"` of the current session, preformatted.
+    var sidField: [UInt8] = []
+    var sid = ""
+
+    let bvp = SampleBatch(fs: 64, capacity: 1024)
+    let gsr = SampleBatch(fs: 4, capacity: 64)
+    let temp = SampleBatch(fs: 4, capacity: 64)
+    let acc = AccelerationBatch(fs: 32, capacity: 512)
+    let ibi = EventBatch(capacity: 128)
+    let hr = EventBatch(capacity: 128)
+    let battery = EventBatch(capacity: 16)
+    let tag = EventBatch(capacity: 64)
+
+    init(agent: AgentRuntime, serial: String, label: String) {
+        self.agent = agent
+        self.serial = serial
+        self.label = label
+        let base = agent.topicBase + "/" + serial
+        var topics: [StreamKind: ContiguousArray<CChar>] = [:]
+        for kind in StreamKind.allCases {
+            topics[kind] = ContiguousArray((base + "/" + kind.rawValue).utf8CString)
+        }
+        self.topics = topics
+        self.statusTopic = ContiguousArray((base + "/status").utf8CString)
+        self.newSession()
+    }
+
+    /// A new connection session: new `sid`, every `seq` back to 0.
+    func newSession() {
+        var random = SystemRandomNumberGenerator()
+        let hex = Array("0123456789abcdef".utf8)
+        self.sid = String(decoding: (0..<16).map { _ in hex[Int(random.next() & 0xF)] }, as: UTF8.self)
+        self.sidField = Array("\"sid\":\"\(self.sid)\"".utf8)
+        for batch in [self.bvp, self.gsr, self.temp] {
+            batch.count = 0
+            batch.seq = 0
+        }
+        self.acc.count = 0
+        self.acc.seq = 0
+        for batch in [self.ibi, self.hr, self.battery, self.tag] {
+            batch.count = 0
+            batch.seq = 0
+        }
+    }
+
+    func enabled(_ kind: StreamKind) -> Bool { self.agent.enabledStreams.contains(kind) }
+
+    // MARK: EmpaticaDeviceDelegate (hot path)
+
+    func didReceiveSamples(_ stream: SampledStream, values: UnsafeBufferPointer<Float>, t0: Double, fs: Double,
+                           from device: EmpaticaDeviceManager) {
+        let kind: StreamKind
+        let batch: SampleBatch
+        switch stream {
+        case .bvp: (kind, batch) = (.bvp, self.bvp)
+        case .gsr: (kind, batch) = (.gsr, self.gsr)
+        case .temp: (kind, batch) = (.temp, self.temp)
+        }
+        guard self.enabled(kind) else { return }
+        if !batch.continues(at: t0) { self.flush(kind) }
+        var start = 0
+        while start < values.count {
+            let sampleTime = t0 + Double(start) / fs
+            start += batch.append(values, from: start, t0: sampleTime)
+            if batch.isFull { self.flush(kind) }
+        }
+        if self.agent.flushEveryNotification { self.flush(kind) }
+    }
+
+    func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,
+                                       z: UnsafeBufferPointer<Int8>, t0: Double, fs: Double,
+                                       from device: EmpaticaDeviceManager) {
+        guard self.enabled(.acc) else { return }
+        if !self.acc.continues(at: t0) { self.flush(.acc) }
+        for index in 0..<min(x.count, y.count, z.count) {
+            if self.acc.isFull { self.flush(.acc) }
+            if self.acc.count == 0 { self.acc.t0 = t0 + Double(index) / fs }
+            let slot = self.acc.count * 3
+            self.acc.xyz[slot] = x[index]
+            self.acc.xyz[slot + 1] = y[index]
+            self.acc.xyz[slot + 2] = z[index]
+            self.acc.count += 1
+        }
+        if self.agent.flushEveryNotification { self.flush(.acc) }
+    }
+
+    func event(_ kind: StreamKind, _ batch: EventBatch, _ value: Float, at time: Double) {
+        guard self.enabled(kind) else { return }
+        if batch.isFull { self.flush(kind) }
+        batch.append(value, at: time)
+        if self.agent.flushEveryNotification { self.flush(kind) }
+    }
+
+    func didReceiveIBI(_ ibi: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
+        self.event(.ibi, self.ibi, ibi, at: timestamp)
+    }
+
+    func didReceiveHeartRate(_ bpm: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
+        self.event(.hr, self.hr, bpm, at: timestamp)
+    }
+
+    func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
+        self.event(.battery, self.battery, level, at: timestamp)
+        self.agent.publishDeviceStatus(device)
+    }
+
+    func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager) {
+        self.event(.tag, self.tag, 0, at: timestamp)
+    }
+
+    func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {
+        if status == .connected {
+            self.newSession()
+        } else if status == .disconnected || status == .disconnecting {
+            self.flushAll()
+        }
+        self.agent.deviceStatusChanged(device)
+    }
+
+    // MARK: Publishing
+
+    func flushAll() {
+        for kind in StreamKind.allCases { self.flush(kind) }
+    }
+
+    /// Formats the stream's pending batch into the shared buffer and publishes it.
+    func flush(_ kind: StreamKind) {
+        let json = self.agent.json
+        json.reset()
+        json.append(UInt8(ascii: "{"))
+        json.append(self.sidField)
+        json.append(",\"seq\":")
+        switch kind {
+        case .bvp, .gsr, .temp:
+            let batch = kind == .bvp ? self.bvp : kind == .gsr ? self.gsr : self.temp
+            guard batch.count > 0 else { return }
+            json.append(integer: batch.seq)
+            json.append(",\"t\":")
+            json.append(batch.t0, decimals: 6)
+            json.append(",\"fs\":")
+            json.append(integer: Int64(batch.fs))
+            json.append(",\"v\":[")
+            for index in 0..<batch.count {
+                if index > 0 { json.append(UInt8(ascii: ",")) }
+                json.append(Double(batch.values[index]), decimals: kind.decimals)
+            }
+            batch.seq += 1
+            batch.count = 0
+        case .acc:
+            guard self.acc.count > 0 else { return }
+            json.append(integer: self.acc.seq)
+            json.append(",\"t\":")
+            json.append(self.acc.t0, decimals: 6)
+            json.append(",\"fs\":32,\"v\":[")
+            for index in 0..<self.acc.count {
+                json.append(index > 0 ? ",[" : "[")
+                json.append(integer: Int64(self.acc.xyz[index * 3]))
+                json.append(UInt8(ascii: ","))
+                json.append(integer: Int64(self.acc.xyz[index * 3 + 1]))
+                json.append(UInt8(ascii: ","))
+                json.append(integer: Int64(self.acc.xyz[index * 3 + 2]))
+                json.append(UInt8(ascii: "]"))
+            }
+            self.acc.seq += 1
+            self.acc.count = 0
+        case .ibi, .hr, .battery, .tag:
+            let batch = kind == .ibi ? self.ibi : kind == .hr ? self.hr : kind == .battery ? self.battery : self.tag
+            guard batch.count > 0 else { return }
+            json.append(integer: batch.seq)
+            json.append(",\"v\":[")
+            for index in 0..<batch.count {
+                if index > 0 { json.append(UInt8(ascii: ",")) }
+                if kind == .tag {
+                    json.append(batch.times[index], decimals: 6)
+                } else {
+                    json.append(UInt8(ascii: "["))
+                    json.append(batch.times[index], decimals: 6)
+                    json.append(UInt8(ascii: ","))
+                    json.append(Double(batch.values[index]), decimals: kind.decimals)
+                    json.append(UInt8(ascii: "]"))
+                }
+            }
+            batch.seq += 1
+            batch.count = 0
+        }
+        json.append("]}")
+        guard let topic = self.topics[kind] else { return }
+        topic.withUnsafeBufferPointer { pointer in
+            guard let base = pointer.baseAddress else { return }
+            self.agent.outbox.publish(topic: base, key: kind, payload: json, retain: false)
+        }
+    }
+}

@@ -1,0 +1,17 @@
+/// The MQTT data streams of a wristband (SPEC §10), with their topic suffix.
+public enum StreamKind: String, CaseIterable, Sendable {
+    case bvp, gsr, acc, temp, ibi, hr, battery, tag
+
+    /// Decimals written for values of this stream: enough for the sensor's resolution, no more.
+    var decimals: Int {
+        switch self {
+        case .bvp: return 3
+        case .gsr: return 4
+        case .temp: return 2
+        case .ibi: return 4
+        case .hr: return 1
+        case .battery: return 2
+        case .acc, .tag: return 0
+        }
+    }
+}
