@@ -42,14 +42,19 @@ let package = Package(
         // Pure: streaming signal processing (IBI / HR engine). No C, no Foundation, no I/O.
         .target(name: "Physio", swiftSettings: strict),
 
+        // The crash-safe disk spool with its own writer thread (SPEC §11).
+        .target(
+            name: "Spool", dependencies: ["CZlib", "CLinux", "Posix", "EventLoop", "Config"], swiftSettings: strict
+        ),
+
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging"], swiftSettings: strict),
         // The operator tool's subcommands.
-        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix"], swiftSettings: strict),
+        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "Spool"], swiftSettings: strict),
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
-        .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
+        .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix", "Spool"], swiftSettings: strict),
 
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
@@ -57,6 +62,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
     ]
 )
