@@ -56,7 +56,7 @@ extension Spool {
             low += 1
         }
         self.lowWatermark = low
-        var ledger = SpoolLedger(acknowledgedBelow: low)
+        var ledger = SpoolLedger(acknowledgedBelow: low, nextSequence: self.nextSequence)
         var sequence = low
         while sequence < self.slots.end && ledger.acknowledged.count < SpoolLedger.maxListed {
             if let slot = self.slots[sequence], slot.state == .acknowledged || slot.state == .absent {

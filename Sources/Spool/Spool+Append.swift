@@ -77,6 +77,7 @@ extension Spool {
         // Bookkeeping, now that the record is on its way.
         self.nextSequence += 1
         self.pendingRoll = false
+        self.ledgerDirty = true  // its nextSequence moved; written with the next acknowledgement or at close
         if newSegment {
             self.segments.append(SpoolSegmentInfo(
                 number: segmentNumber, firstSequence: sequence, endSequence: sequence, bytes: 0, unacknowledged: 0,

@@ -106,8 +106,13 @@ struct SpoolRecovery {
             recovery.report.bytes += scanned.size
             allSegments.append((info, segmentRecords))
         }
+        // Records the ledger saw appended after the last one found: a cut or deleted last segment.
+        if recovery.report.cursor == .valid {
+            let expected = previousSequence.map { $0 + 1 } ?? 0
+            recovery.report.missingRecords += Self.unresolved(from: expected, to: ledger.nextSequence, ledger: ledger)
+        }
         recovery.lastSequence = previousSequence
-        recovery.nextSequence = max(previousSequence.map { $0 + 1 } ?? 0, ledger.acknowledgedBelow)
+        recovery.nextSequence = max(previousSequence.map { $0 + 1 } ?? 0, ledger.nextSequence)
         recovery.nextSegment = (numbers.last ?? 0) + 1
         for (info, segmentRecords) in allSegments {
             if info.unacknowledged == 0 {

@@ -35,7 +35,8 @@ public struct SpoolRecoveryReport: Equatable, Sendable {
 
     /// Whether anything was lost or damaged.
     public var isDamaged: Bool {
-        self.lostBytes > 0 || self.missingSegments > 0 || self.unreadableSegments > 0 || self.cursor == .corrupt
+        self.lostBytes > 0 || self.missingSegments > 0 || self.missingRecords > 0 || self.unreadableSegments > 0
+            || self.cursor == .corrupt
     }
 
     /// One line for the log.
