@@ -8,6 +8,7 @@ public enum EmpaLinkCtl {
         TOMLDecodeCommand.self,
         ConfigReferenceCommand.self,
         IBICommand.self,
+        SpoolCommand.self,
     ]}
 
     /// Runs `empalinkctl` with `arguments` (without the program name).
