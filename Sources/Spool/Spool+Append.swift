@@ -164,6 +164,7 @@ extension Spool {
         if Int(slot.key) < self.pendingPerKey.count { self.pendingPerKey[Int(slot.key)] -= 1 }
         self.slots.setState(.absent, of: sequence)
         if let index = self.segmentIndex(containing: sequence) { self.segments[index].unacknowledged -= 1 }
+        if sequence == self.lowWatermark { self.advanceLowWatermark() }
     }
 
     /// The index in ``segments`` of the segment holding `sequence`.
@@ -182,7 +183,7 @@ extension Spool {
     func trimSlots() {
         let first = self.segments.first?.firstSequence ?? self.nextSequence
         self.slots.removeBelow(first)
-        if self.lowWatermark < first { self.lowWatermark = first }
+        if self.lowWatermark < first { self.advanceLowWatermark() }
         if self.replayNext < first { self.replayNext = first }
     }
 

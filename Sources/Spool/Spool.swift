@@ -158,6 +158,7 @@ public final class Spool: @unchecked Sendable {
             throw SpoolError(.resources, "cannot create the spool writer's eventfds", errno: error)
         }
         bridge.attach(self)
+        self.advanceLowWatermark()
         let writer = self.writer
         do throws(Errno) {
             self.thread = try PosixThread.spawn(name: "spool-writer") { writer.run() }
@@ -222,6 +223,7 @@ public final class Spool: @unchecked Sendable {
         metrics.oldestTimestamp = self.segments.first(where: { $0.unacknowledged > 0 })?.firstTimestamp
         metrics.fsyncs = self.writer.fsyncs.load(ordering: .relaxed)
         metrics.commits = self.writer.commits.load(ordering: .relaxed)
+        metrics.skippedCommits = self.writer.skippedCommits.load(ordering: .relaxed)
         metrics.bytesWritten = self.writer.bytesWritten.load(ordering: .relaxed)
         metrics.noSpaceErrors = self.writer.noSpaceErrors.load(ordering: .relaxed)
         metrics.ioErrors = self.writer.ioErrors.load(ordering: .relaxed)

@@ -34,6 +34,8 @@ public struct SpoolMetrics: Equatable, Sendable {
     public var fsyncs: UInt64 = 0
     /// Group commits: rounds of syncing that made appended records durable.
     public var commits: UInt64 = 0
+    /// Group commits skipped because everything written was already acknowledged.
+    public var skippedCommits: UInt64 = 0
     /// Bytes the writer wrote to segment files.
     public var bytesWritten: UInt64 = 0
 

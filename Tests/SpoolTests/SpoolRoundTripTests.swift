@@ -220,3 +220,34 @@ struct SpoolRoundTripTests {
         #expect(handed <= 200 + 10 && handed >= 180)
     }
 }
+
+@Suite("Spool group commit")
+struct SpoolCommitTests {
+    @Test func aCommitOfOnlyAcknowledgedRecordsSkipsTheFsync() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let harness = try SpoolHarness(.test(directory.path))
+        defer { harness.close() }
+        let key = try #require(harness.spool.streamKey("k"))
+        for index in 0..<20 {
+            if case .appended(let id) = harness.spool.append(key: key, topic: "t", message: [UInt8(index)],
+                                                           inFlight: true) {
+                harness.spool.acknowledge(id)
+            }
+        }
+        harness.settle()
+        var metrics = harness.spool.metrics
+        #expect(metrics.commits == 0 && metrics.skippedCommits >= 1)
+        #expect(metrics.durableSequence == nil)
+
+        // One unacknowledged record makes the next commit real, and reports it durable.
+        guard case .appended(let id) = harness.spool.append(key: key, topic: "t", message: [1]) else {
+            Issue.record("append failed")
+            return
+        }
+        harness.settle()
+        metrics = harness.spool.metrics
+        #expect(metrics.commits == 1 && metrics.durableSequence == id)
+        #expect(metrics.fsyncs >= 1)
+    }
+}
