@@ -24,8 +24,8 @@ enum SpoolBenchmark {
         do throws(SpoolError) {
             rows.append(try Self.appendBursts(directory: base + "/bursts"))
             rows.append(contentsOf: try Self.sustainedAppend(directory: base + "/sustained", seconds: 3))
-            rows.append(try Self.trickle(directory: base + "/always", seconds: 5, perSecond: 40, acknowledge: true))
-            rows.append(try Self.trickle(directory: base + "/outage", seconds: 5, perSecond: 40, acknowledge: false))
+            rows.append(try Self.trickle(directory: base + "/always", seconds: 10, perSecond: 40, acknowledge: true))
+            rows.append(try Self.trickle(directory: base + "/outage", seconds: 10, perSecond: 40, acknowledge: false))
             rows.append(contentsOf: try Self.recoveryAndReplay(directory: base + "/replay", records: 300_000))
         } catch {
             rows.append(("spool", "failed: \(error)"))
@@ -150,22 +150,21 @@ enum SpoolBenchmark {
         let spool = try Spool(options: options, eventLoop: loop)
         let recoverySeconds = recoveryStart.duration(to: .now).seconds
         let found = spool.recovery.records
+        // As the agent would: pull whenever the read-ahead delivers, acknowledge at once (an instant broker).
         let start = MonotonicInstant.now
         var replayed = 0
-        var idle = 0
-        while spool.pendingReplayCount > 0 && idle < 1000 {
+        let drain = {
             let batch = spool.nextForReplay(limit: 100_000)
-            if batch.isEmpty {
-                idle += 1
-                spool.synchronize()  // the read-ahead request is served in the same writer pass
-                loop.execute { loop.stop() }
-                loop.run()  // take the writer's read-ahead
-            } else {
-                idle = 0
-            }
             for record in batch { spool.acknowledge(record.id) }
             replayed += batch.count
+            if spool.pendingReplayCount == 0 { loop.stop() }
         }
+        spool.onReplayReady = drain
+        let watchdog = try? loop.scheduleTimer(after: .seconds(120)) { loop.stop() }
+        drain()
+        loop.run()
+        if let watchdog { loop.cancel(watchdog) }
+        spool.onReplayReady = nil
         let seconds = start.duration(to: .now).seconds
         spool.close()
         loop.close()
