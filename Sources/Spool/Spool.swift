@@ -214,6 +214,13 @@ public final class Spool: @unchecked Sendable {
     /// Records waiting to be replayed (not in flight).
     public var pendingReplayCount: Int { self.pendingCount }
 
+    /// Every record with an id below this is written to its segment file: in the page cache, so it survives a
+    /// process crash (power cuts need the next commit, ``SpoolMetrics/durableSequence``). Readable at any time
+    /// without a syscall; a strict `always` mode publishes a record live only once its id is below it.
+    public var writtenBelow: UInt64 {
+        self.writer.writtenBelow.load(ordering: .acquiring)
+    }
+
     /// The counters, merged with the writer thread's.
     public var metrics: SpoolMetrics {
         self.eventLoop.assertInEventLoop()

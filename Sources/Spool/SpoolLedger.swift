@@ -90,8 +90,11 @@ public struct SpoolLedger: Equatable, Sendable {
             )
             var previous: UInt64?
             for index in 0..<count {
-                let sequence = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 24 + 8 * index, as: UInt64.self))
-                guard sequence >= ledger.acknowledgedBelow, sequence < ledger.nextSequence, previous.map({ sequence > $0 }) ?? true else { return nil }
+                let offset = 24 + 8 * index
+                let sequence = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                guard sequence >= ledger.acknowledgedBelow, sequence < ledger.nextSequence,
+                      previous.map({ sequence > $0 }) ?? true
+                else { return nil }
                 ledger.acknowledged.append(sequence)
                 previous = sequence
             }
@@ -111,7 +114,8 @@ public struct SpoolLedger: Equatable, Sendable {
     /// Reads the ledger of a spool directory; never throws: every failure is an outcome.
     public static func read(directory: String) -> ReadResult {
         do throws(Errno) {
-            let bytes = try readFile(atPath: directory + "/" + Self.fileName, limit: Self.fileSize(listing: Self.maxListed))
+            let path = directory + "/" + Self.fileName
+            let bytes = try readFile(atPath: path, limit: Self.fileSize(listing: Self.maxListed))
             return Self.decode(bytes).map { .valid($0) } ?? .corrupt
         } catch {
             return error == .noSuchFileOrDirectory ? .missing : .corrupt

@@ -32,6 +32,9 @@ final class SpoolWriter: @unchecked Sendable {
     /// Every record below this sequence number is acknowledged (or gone), as the loop last saw it: a commit
     /// whose records are all below it protects nothing and is skipped.
     let acknowledgedBelow = Atomic<UInt64>(0)
+    /// One past the highest sequence number written to a segment file (in the page cache, so it survives a
+    /// process crash); 0 before the first write.
+    let writtenBelow = Atomic<UInt64>(0)
     let fsyncs = Atomic<UInt64>(0)
     let skippedCommits = Atomic<UInt64>(0)
     let commits = Atomic<UInt64>(0)
@@ -255,6 +258,7 @@ final class SpoolWriter: @unchecked Sendable {
             self.currentSize += bytes
             self.bytesWritten.add(UInt64(bytes), ordering: .relaxed)
             self.writtenThrough = last
+            self.writtenBelow.store(last + 1, ordering: .releasing)
             if self.dirtySince == nil { self.dirtySince = clinux_monotonic_nanoseconds() }
         } catch {
             self.count(error)

@@ -25,6 +25,7 @@ struct SpoolRoundTripTests {
         #expect(harness.spool.pendingCount(for: key) == 300)
         harness.settle()
         #expect(harness.spool.metrics.durableSequence == ids.last)
+        #expect(harness.spool.writtenBelow == (ids.last ?? 0) + 1)
 
         let replayed = harness.replayAll()
         #expect(replayed.map(\.id) == ids)
