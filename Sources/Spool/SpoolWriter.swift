@@ -35,6 +35,10 @@ final class SpoolWriter: @unchecked Sendable {
     /// One past the highest sequence number written to a segment file (in the page cache, so it survives a
     /// process crash); 0 before the first write.
     let writtenBelow = Atomic<UInt64>(0)
+    /// Fault injection for tests, after swift-system's mocking: a non-zero errno here makes the next segment
+    /// writes (or fsyncs) fail with it instead of calling the kernel. `EIO` cannot be provoked on demand otherwise.
+    let injectedWriteError = Atomic<CInt>(0)
+    let injectedSyncError = Atomic<CInt>(0)
     let fsyncs = Atomic<UInt64>(0)
     let skippedCommits = Atomic<UInt64>(0)
     let commits = Atomic<UInt64>(0)
@@ -269,6 +273,8 @@ final class SpoolWriter: @unchecked Sendable {
     }
 
     private func pwriteAll(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
+        let injected = self.injectedWriteError.load(ordering: .relaxed)
+        if injected != 0 { throw Errno(rawValue: injected) }
         var done = 0
         while done < bytes.count {
             let result = retryingOnInterrupt {
@@ -330,6 +336,8 @@ final class SpoolWriter: @unchecked Sendable {
     private func syncFile(_ fd: FileDescriptor) -> Bool {
         self.fsyncs.add(1, ordering: .relaxed)
         do throws(Errno) {
+            let injected = self.injectedSyncError.load(ordering: .relaxed)
+            if injected != 0 { throw Errno(rawValue: injected) }
             try fd.sync()
             return true
         } catch {
