@@ -53,7 +53,7 @@ final class SpoolWriter: @unchecked Sendable {
     var currentFD: FileDescriptor?
     var currentSize = 0
     var unsyncedClosed: [FileDescriptor] = []
-    /// Segments the loop evicted while the writer was still writing them: deleted when it rolls past them.
+    /// Segments the loop released or evicted before the writer rolled past them: deleted when it does.
     var deferredDeletes: [UInt64] = []
     var directoryDirty = false
     var dirtySince: UInt64?
@@ -377,7 +377,9 @@ final class SpoolWriter: @unchecked Sendable {
 
     private func deleteSegments(_ numbers: [UInt64]) {
         for number in numbers {
-            if number == self.currentSegment {
+            // The loop may release a segment before the writer has finished it, or even reached it (acknowledged
+            // as soon as appended): delete it when the writer rolls past it, or the file would be orphaned.
+            if number >= self.currentSegment {
                 self.deferredDeletes.append(number)
                 continue
             }

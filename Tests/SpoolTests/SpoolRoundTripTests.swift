@@ -252,3 +252,26 @@ struct SpoolCommitTests {
         #expect(metrics.fsyncs >= 1)
     }
 }
+
+@Suite("Spool segment release")
+struct SpoolReleaseTests {
+    /// In `always` mode a broker can acknowledge records before the writer has even created their segment; those
+    /// segments must still be deleted once written, not orphaned.
+    @Test func segmentsAcknowledgedBeforeTheWriterReachesThemAreStillDeleted() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let harness = try SpoolHarness(.test(directory.path, segmentBytes: 1024))
+        defer { harness.close() }
+        let key = try #require(harness.spool.streamKey("k"))
+        let message = [UInt8](repeating: 0x43, count: 150)
+        for _ in 0..<400 {
+            if case .appended(let id) = harness.spool.append(key: key, topic: "t", message: message, inFlight: true) {
+                harness.spool.acknowledge(id)
+            }
+        }
+        harness.settle()
+        harness.settle()
+        #expect(harness.spool.metrics.segments == 1)
+        #expect(directory.segments.count <= 1)
+    }
+}
