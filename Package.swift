@@ -52,12 +52,17 @@ let package = Package(
         // Pure: streaming signal processing (IBI / HR engine). No C, no Foundation, no I/O.
         .target(name: "Physio", swiftSettings: strict),
 
+        // The crash-safe disk spool with its own writer thread (SPEC §11).
+        .target(
+            name: "Spool", dependencies: ["CZlib", "CLinux", "Posix", "EventLoop", "Config"], swiftSettings: strict
+        ),
+
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
                                               "EmpaLink", "MQTT"], swiftSettings: strict),
         // The operator tool's subcommands.
         .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
-                                                   "EventLoop", "Agent", "CCrypto"], swiftSettings: strict),
+                                                   "EventLoop", "Agent", "CCrypto", "Spool"], swiftSettings: strict),
 
         // A BlueZ-compatible D-Bus service with simulated wristbands (SPEC §13).
         .target(name: "Simulator", dependencies: ["DBus", "E4", "Config", "EventLoop", "Logging", "Posix"],
@@ -66,7 +71,7 @@ let package = Package(
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
-        .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
+        .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix", "Spool"], swiftSettings: strict),
 
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "EmpaLinkTests", dependencies: ["EmpaLink", "Config", "BlueZ", "DBus", "EventLoop", "E4",
@@ -83,6 +88,7 @@ let package = Package(
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "Config"],
                     swiftSettings: strict),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
     ]
 )

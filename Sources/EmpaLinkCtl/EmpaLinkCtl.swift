@@ -14,6 +14,7 @@ public enum EmpaLinkCtl {
         TOMLDecodeCommand.self,
         ConfigReferenceCommand.self,
         IBICommand.self,
+        SpoolCommand.self,
     ]}
 
     /// Runs `empalinkctl` with `arguments` (without the program name).

@@ -24,6 +24,7 @@ do throws(Errno) {
     Console.err("empalink-bench: \(error)")
     exitProcess(1)
 }
+rows.append(contentsOf: SpoolBenchmark.run())
 let width = rows.map(\.0.count).max() ?? 0
 Console.out("| " + "benchmark".padded(to: width) + " | result |")
 Console.out("| " + String(repeating: "-", count: width) + " | --- |")
