@@ -59,7 +59,7 @@ let package = Package(
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
-                                              "EmpaLink", "MQTT"], swiftSettings: strict),
+                                              "EmpaLink", "MQTT", "Spool"], swiftSettings: strict),
         // The operator tool's subcommands.
         .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
                                                    "EventLoop", "Agent", "CCrypto", "Spool"], swiftSettings: strict),

@@ -8,6 +8,7 @@ extension AgentRuntime {
     func mqttEvent(_ event: MQTTConnectionEvent) {
         switch event {
         case .connected:
+            self.outbox.brokerConnected()
             self.logger.info("connected to the MQTT broker \(self.configuration.mqtt.host):\(self.configuration.mqtt.port)")
             self.publishStatus(online: true)
             self.lastDevicesSummary = ""
@@ -23,6 +24,7 @@ extension AgentRuntime {
                 }
             }
         case .disconnected(let error, let retryIn):
+            self.outbox.brokerDisconnected()
             let reason = error?.message ?? "disconnected"
             let retry = retryIn.map { ", retrying in \($0)" } ?? ""
             self.logger.warn("MQTT: \(reason)\(retry)")
@@ -92,6 +94,24 @@ extension AgentRuntime {
         self.outbox.publish(topic: self.topicBase + "/metrics", text: self.metricsJSON(), retain: false)
     }
 
+    func spoolMetricsJSON() -> String {
+        guard let spool = self.outbox.spool else { return Self.object([("enabled", "false")]) }
+        let metrics = spool.metrics
+        return Self.object([
+            ("enabled", "true"),
+            ("mode", Self.quote(self.configuration.spool.mode.rawValue)),
+            ("bytes", String(metrics.bytes)),
+            ("records", String(metrics.records)),
+            ("spooled", String(self.outbox.spooled)),
+            ("replayed", String(self.outbox.replayed)),
+            ("dropped", String(metrics.dropped)),
+            ("oldest_t", metrics.oldestTimestamp.map { Self.number(Double($0) / 1e6, decimals: 3) } ?? "null"),
+            ("recovery_lost_bytes", String(metrics.recoveryLostBytes)),
+            ("write_errors", String(metrics.noSpaceErrors &+ metrics.ioErrors &+ metrics.otherWriteErrors)),
+            ("last_write_error", metrics.lastWriteError.map(Self.quote) ?? "null"),
+        ])
+    }
+
     func metricsJSON() -> String {
         let devices = (self.api?.devices ?? []).filter { self.isWhitelisted($0) || $0.isConnectionWanted }
             .map { device -> (String, String) in
@@ -122,10 +142,7 @@ extension AgentRuntime {
                 ("dropped", String(self.outbox.dropped)),
                 ("oversized", String(self.outbox.oversized)),
             ])),
-            ("spool", Self.object([
-                ("enabled", self.outbox.spool == nil ? "false" : "true"),
-                ("spooled", String(self.outbox.spooled)),
-            ])),
+            ("spool", self.spoolMetricsJSON()),
         ])
     }
 }

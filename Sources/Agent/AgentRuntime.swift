@@ -9,6 +9,7 @@ import EventLoop
 import Logging
 import MQTT
 import Posix
+import Spool
 
 /// The forwarding agent: wristbands in through EmpaLink, per-device MQTT topics out (SPEC §8, §10, §12).
 ///
@@ -72,7 +73,18 @@ public final class AgentRuntime {
         } catch {
             throw AgentError(error.message)
         }
-        self.outbox = Outbox(mqtt: self.mqtt, qos: configuration.mqtt.qos, logger: logger)
+        var spool: Spool?
+        do {
+            let opened = try Spool(options: SpoolOptions(configuration.spool), eventLoop: self.loop)
+            logger.info("spool \(configuration.spool.directory): \(opened.recovery.summary)")
+            spool = opened
+        } catch {
+            // Without a spool the agent still forwards live data; what the broker cannot take is counted as dropped.
+            logger.error("spool \(configuration.spool.directory) unavailable, data the broker cannot take will be "
+                             + "dropped: \(error)")
+        }
+        self.outbox = Outbox(mqtt: self.mqtt, qos: configuration.mqtt.qos, spool: spool,
+                             mode: configuration.spool.mode, loop: self.loop, logger: logger)
     }
 
     /// Runs until SIGTERM/SIGINT; returns the exit code.
@@ -84,6 +96,7 @@ public final class AgentRuntime {
             return 1
         }
         self.loop.run()
+        self.outbox.close()
         self.control?.close()
         self.bus?.close()
         self.mqtt.close()

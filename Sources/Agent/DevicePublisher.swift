@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import EmpaLink
+import Spool
 
 /// Turns one wristband's data into MQTT messages (SPEC §10): per-stream batches in preallocated storage,
 /// formatted into the shared JSON buffer and handed to the ``Outbox``. Nothing here allocates per notification.
@@ -14,6 +15,8 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     /// NUL-terminated topics `P/A/S/<stream>`, by stream.
     let topics: [StreamKind: ContiguousArray<CChar>]
     let statusTopic: ContiguousArray<CChar>
+    /// Spool keys of the device's streams, so spooled and live records of a stream stay in order.
+    let spoolKeys: [StreamKind: SpoolStreamKey]
     /// `"sid":"…"` of the current session, preformatted.
     var sidField: [UInt8] = []
     var sid = ""
@@ -37,6 +40,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             topics[kind] = ContiguousArray((base + "/" + kind.rawValue).utf8CString)
         }
         self.topics = topics
+        var keys: [StreamKind: SpoolStreamKey] = [:]
+        for kind in StreamKind.allCases {
+            keys[kind] = agent.outbox.key(serial: serial, stream: kind)
+        }
+        self.spoolKeys = keys
         self.statusTopic = ContiguousArray((base + "/status").utf8CString)
         self.newSession()
     }
@@ -203,7 +211,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         guard let topic = self.topics[kind] else { return }
         topic.withUnsafeBufferPointer { pointer in
             guard let base = pointer.baseAddress else { return }
-            self.agent.outbox.publish(topic: base, key: kind, payload: json, retain: false)
+            self.agent.outbox.publish(topic: base, key: self.spoolKeys[kind], payload: json)
         }
     }
 }
