@@ -70,6 +70,9 @@ let package = Package(
         .executableTarget(name: "empalink-sim", dependencies: ["Simulator"], swiftSettings: strict),
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
+        // An app that uses only the public EmpaLink API (SPEC §7's runnable example).
+        .executableTarget(name: "empalink-example", dependencies: ["EmpaLink", "DBus", "EventLoop"],
+                          swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix", "Spool"], swiftSettings: strict),
 

@@ -133,6 +133,9 @@ extension AgentRuntime {
             ("mode", Self.quote(self.mode.rawValue)),
             ("clock_synced", self.clockSynced ? "true" : "false"),
             ("bluetooth", Self.quote(self.api?.status.rawValue ?? "notAvailable")),
+            ("watchdog", Self.object(EmpaticaAPI.WatchdogAction.allCases.map { action in
+                (action.rawValue, String(self.api?.watchdogCounts[action] ?? 0))
+            })),
             ("devices", Self.object(devices)),
             ("mqtt", Self.object([
                 ("state", Self.quote("\(self.mqtt.state)")),

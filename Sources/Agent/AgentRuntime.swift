@@ -158,8 +158,12 @@ public final class AgentRuntime {
             options.reconnectMax = .seconds(Int64(bluetooth.reconnectMaxSeconds))
             options.backgroundScanWindow = .seconds(Int64(bluetooth.backgroundScanWindowSeconds))
             options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
+            options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
             let api = try EmpaticaAPI(connection: bus, options: options)
             api.scanPolicy = { [unowned self] in self.needsDiscovery() }
+            api.onWatchdog = { [unowned self] action, reason in
+                self.logger.warn("Bluetooth watchdog: \(action.rawValue) (\(reason))", ["WATCHDOG": action.rawValue])
+            }
             self.bus = bus
             self.api = api
             if self.mode == .background { api.prepareForBackground() }

@@ -19,7 +19,8 @@ extension AgentConfiguration {
             reconnectInitialSeconds: table.int("bluetooth.reconnect_initial_s"),
             reconnectMaxSeconds: table.int("bluetooth.reconnect_max_s"),
             backgroundScanWindowSeconds: table.int("bluetooth.background_scan_window_s"),
-            backgroundScanIntervalSeconds: table.int("bluetooth.background_scan_interval_s"))
+            backgroundScanIntervalSeconds: table.int("bluetooth.background_scan_interval_s"),
+            watchdogSeconds: table.int("bluetooth.watchdog_s"))
         self.wristbands = wristbands.map { band in
             let entry = Resolved(values: band.values)
             return Wristband(

@@ -36,6 +36,7 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var reconnectMaxSeconds: Int
         public var backgroundScanWindowSeconds: Int
         public var backgroundScanIntervalSeconds: Int
+        public var watchdogSeconds: Int
     }
 
     /// One whitelisted wristband. `serial` is always known (given, or derived from the address).

@@ -51,6 +51,10 @@ public enum ConfigSchema {
                   "In background mode, seconds of discovery per interval."),
         ConfigKey("bluetooth.background_scan_interval_s", .integer(1...86400), default: .value(.integer(120)),
                   "In background mode, seconds from one scan window to the next. Must be at least the window."),
+        ConfigKey("bluetooth.watchdog_s", .integer(0...3600), default: .value(.integer(60)),
+                  "Seconds of discovery without any advertisement, while a wristband is missing, before the "
+                      + "watchdog restarts discovery, then power-cycles the adapter, then reports Bluetooth not "
+                      + "available (0: off)."),
 
         ConfigKey("wristband.serial", .serial, default: .derived("from `address`"),
                   "Device serial: lower-case hex of the address's last three bytes, e.g. `\"9ff167\"`. "

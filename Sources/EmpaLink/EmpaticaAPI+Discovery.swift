@@ -61,7 +61,7 @@ extension EmpaticaAPI {
 
     /// Whether discovery should be running now.
     var discoveryWanted: Bool {
-        self.wantsDiscovery && self.status != .notAvailable && (!self.isInBackground || self.windowOpen)
+        self.wantsDiscovery && self.adapterUsable && (!self.isInBackground || self.windowOpen)
             && self.discoveryDemand()
     }
 

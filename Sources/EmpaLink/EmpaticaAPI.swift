@@ -25,6 +25,9 @@ public final class EmpaticaAPI {
         /// Background mode: discovery runs `backgroundScanWindow` every `backgroundScanInterval`.
         public var backgroundScanWindow: Duration = .seconds(10)
         public var backgroundScanInterval: Duration = .seconds(120)
+        /// Escalate when discovery has produced no advertisement this long while a wristband is wanted;
+        /// zero turns the watchdog off.
+        public var watchdogTimeout: Duration = .seconds(60)
 
         public init() {}
     }
@@ -57,6 +60,17 @@ public final class EmpaticaAPI {
     public internal(set) var discoveryFailures: UInt64 = 0
     public internal(set) var lastDiscoveryError: DBusError?
 
+    /// Watchdog state (see `EmpaticaAPI+Watchdog.swift`).
+    var watchdogTimer: TimerHandle?
+    var silentSeconds = 0
+    var watchdogLevel = 0
+    /// Why the watchdog reports ``BLEStatus/notAvailable``, while it does.
+    public internal(set) var watchdogReason: String?
+    /// Escalations so far, by step.
+    public internal(set) var watchdogCounts: [WatchdogAction: UInt64] = [:]
+    /// Called on every watchdog escalation, with the reason.
+    public var onWatchdog: ((WatchdogAction, String) -> Void)?
+
     /// Every E4-family wristband seen, by BlueZ object path.
     var devicesByPath: [String: EmpaticaDeviceManager] = [:]
 
@@ -67,6 +81,7 @@ public final class EmpaticaAPI {
         self.options = options
         self.bluez.onEvent = { [weak self] event in self?.handle(event) }
         try self.bluez.start()
+        self.startWatchdog()
     }
 
     var adapterPath: String { BlueZNames.root + "/" + self.options.adapter }
@@ -111,19 +126,23 @@ public final class EmpaticaAPI {
 
     // MARK: Status
 
+    /// Whether BlueZ is up and the adapter present and powered (the watchdog aside).
+    var adapterUsable: Bool {
+        self.bluez.isAvailable && self.bluez.adapter(at: self.adapterPath)?.powered == true
+    }
+
     func updateStatus() {
-        let adapter = self.bluez.adapter(at: self.adapterPath)
         let new: BLEStatus
-        if !self.bluez.isAvailable || adapter == nil || adapter?.powered != true {
+        if !self.adapterUsable || self.watchdogReason != nil {
             new = .notAvailable
         } else {
-            new = adapter?.discovering == true ? .scanning : .ready
+            new = self.bluez.adapter(at: self.adapterPath)?.discovering == true ? .scanning : .ready
+        }
+        if !self.adapterUsable {
+            self.discoveryStarted = false
         }
         guard new != self.status else { return }
         self.status = new
-        if new == .notAvailable {
-            self.discoveryStarted = false
-        }
         self.delegate?.didUpdateBLEStatus(new)
     }
 
@@ -145,6 +164,7 @@ public final class EmpaticaAPI {
             self.updateStatus()
         case .interfacesAdded(let path, let interfaces):
             if interfaces.contains(BlueZNames.device) {
+                if self.bluez.device(at: path)?.rssi != nil { self.sawAdvertisement() }
                 self.deviceChanged(path)
                 // A wristband we want that BlueZ forgot (restart, out of range) is back: connect it again.
                 self.devicesByPath[path]?.objectsChanged()
@@ -169,6 +189,7 @@ public final class EmpaticaAPI {
                 self.updateStatus()
                 if names.contains("Powered") || names.contains("Discovering") { self.reconcileDiscovery() }
             case BlueZNames.device:
+                if names.contains("RSSI"), self.bluez.device(at: path)?.rssi != nil { self.sawAdvertisement() }
                 self.deviceChanged(path, names: names)
             case BlueZNames.gattCharacteristic where names.contains("Value"):
                 self.deviceOwning(path)?.characteristicValueChanged(path)

@@ -88,6 +88,11 @@ import TestSupport
             options.reconnectInitial = .milliseconds(200)
             options.reconnectMax = .seconds(2)
             self.api = try EmpaticaAPI(connection: self.connection, options: options)
+            // The simulator owns its control name once it is fully up; wait for it so control calls land.
+            var controlOwner: String?
+            try self.connection.watchNameOwner("org.empalink.Simulator") { controlOwner = $0 }
+            #expect(try self.run(until: { controlOwner != nil && self.api.bluez.isAvailable }),
+                    "the simulator did not come up")
         }
 
         /// Calls the simulator's control interface.
@@ -331,5 +336,34 @@ import TestSupport
         #expect(device.statistics.packets > packetsBefore + 80, "streams keep flowing in background mode")
         rig.api.prepareForResume()
         #expect(try rig.run(until: { rig.api.status == .scanning }, limit: .seconds(5)))
+    }
+}
+
+extension EmpaLinkSimulatorTests {
+    @Test func watchdogEscalatesWhenDiscoveryFindsNothingAndRecovers() throws {
+        var options = EmpaticaAPI.Options()
+        options.watchdogTimeout = .seconds(2)
+        let rig = try Rig(devices: 1, allow: nil, options: options)
+        defer { rig.close() }
+        var actions: [EmpaticaAPI.WatchdogAction] = []
+        rig.api.onWatchdog = { action, _ in actions.append(action) }
+        // The wristband is out of range from the start: discovery runs and hears nothing.
+        var hidden = false
+        rig.control("SetOutOfRange", [.string("a00101"), .double(12)]) { _ in hidden = true }
+        #expect(try rig.run(until: { hidden }))
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { actions.count >= 3 }, limit: .seconds(15)))
+        #expect(Array(actions.prefix(3)) == [.restartDiscovery, .powerCycle, .giveUp])
+        #expect(rig.api.status == .notAvailable)
+        #expect(rig.api.watchdogReason?.contains("no advertisement") == true)
+        #expect(rig.recorder.statuses.contains(.notAvailable))
+        // Discovery keeps running after giving up: when the wristband is back, the watchdog resets and it connects.
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }, limit: .seconds(20)))
+        #expect(rig.api.watchdogReason == nil)
+        #expect(rig.api.status != .notAvailable)
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder)
+        #expect(try rig.run(until: { device.deviceStatus == .connected }))
     }
 }

@@ -48,7 +48,7 @@ def test_json_is_the_full_defaulted_configuration(binaries, tmp_path):
     assert config["bluetooth"] == {
         "adapter": "hci0", "mode": "active", "rssi_min": -100, "max_connections": 5, "connect_timeout_s": 20,
         "reconnect_initial_s": 1, "reconnect_max_s": 60, "background_scan_window_s": 10,
-        "background_scan_interval_s": 120,
+        "background_scan_interval_s": 120, "watchdog_s": 60,
     }
     assert config["wristband"] == []
     assert config["mqtt"]["port"] == 1883
