@@ -41,7 +41,7 @@ def test_scan_without_bluez_is_one_clear_error(binaries, tmp_path):
     with simulated_bus(devices=1) as rig:
         rig.sim.terminate()
         rig.sim.wait(timeout=10)
-        result = run([str(binaries / "empalinkctl"), "scan", "--seconds", "8", "--config", str(tmp_path / "none.toml")],
+        result = run([str(binaries / "empalinkctl"), "scan", "--seconds", "8"],
                      env=rig.env, timeout=30)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == "scan: error: BlueZ is not running (no org.bluez on the system bus)"
