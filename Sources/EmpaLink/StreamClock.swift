@@ -3,6 +3,10 @@
 /// The first packet anchors `t0` at its arrival time minus its duration; later samples are `t0 + n / fs`, with the
 /// samples of lost packets (counter gaps) skipped over. When the anchor drifts from arrival time by more than
 /// ``maximumDrift`` it is re-anchored, and the event counted. Pure arithmetic: no allocation, no clock reads.
+///
+/// Arrival is always a little after the last sample was taken (radio, BlueZ and scheduling latency), so a packet
+/// that arrives earlier than the anchor predicts proves the anchor too late: the anchor moves back to it. The
+/// first packet's latency (tens of milliseconds on a loaded board) therefore does not stay in every timestamp.
 public struct StreamClock: Sendable, Equatable {
     public static let maximumDrift = 0.5
 
@@ -37,7 +41,10 @@ public struct StreamClock: Sendable, Equatable {
         self.index &+= Int64(lostPackets) &* Int64(count)
         var first = anchor + Double(self.index) / self.fs
         let drift = arrival - (first + duration)
-        if abs(drift) > StreamClock.maximumDrift {
+        if drift < 0 && drift >= -StreamClock.maximumDrift {
+            self.t0 = anchor + drift
+            first += drift
+        } else if abs(drift) > StreamClock.maximumDrift {
             self.t0 = arrival - duration - Double(self.index) / self.fs
             self.reanchors &+= 1
             first = arrival - duration

@@ -13,6 +13,15 @@ import Testing
         #expect(clock.reanchors == 0)
     }
 
+    @Test func anEarlierArrivalMovesALateAnchorBack() {
+        var clock = StreamClock(fs: 64)
+        // The first packet was delayed 40 ms; the second arrives with almost no latency.
+        _ = clock.firstSampleTime(count: 11, arrival: 1000.040)
+        let second = clock.firstSampleTime(count: 11, arrival: 1000.0 + 11.0 / 64 + 0.001)
+        #expect(abs(second - (1000.0 + 0.001)) < 1e-9)
+        #expect(clock.reanchors == 0)
+    }
+
     @Test func lostPacketsAreSkippedOver() {
         var clock = StreamClock(fs: 32)
         _ = clock.firstSampleTime(count: 6, arrival: 50.0)
