@@ -66,9 +66,14 @@ def test_capture_then_decode_reproduces_the_samples(binaries, keyed, tmp_path):
     acc = [(r["t"] + i / r["fs"], xyz) for r in records if r["stream"] == "acc" for i, xyz in enumerate(r["v"])]
     assert len(bvp) >= 150, "3 s of BVP at 64 Hz"
     assert len(truth) >= len(bvp)
+    # Timestamps come from arrival times (SPEC 8). The simulator sends on a 25 ms tick, like a BLE connection
+    # interval, so a packet arrives 0-25 ms after its last sample; the clock's anchor converges to the earliest
+    # arrival within about 1.5 s. From then on every sample is within one sample period of its true time.
+    settled = bvp[0][0] + 1.5
     for (t, value), row in zip(bvp, truth):
         assert abs(value - float(row["value"])) < 1e-3
-        assert abs(t - float(row["t"])) <= 1 / 64 + 0.005
+        tolerance = 1 / 64 if t >= settled else 1 / 64 + 0.025
+        assert abs(t - float(row["t"])) <= tolerance, (t, row["t"])
     for (t, xyz), row in zip(acc, acc_truth):
         assert xyz == [int(row["x"]), int(row["y"]), int(row["z"])]
     # Garbage is one clear error line, not a trap.
