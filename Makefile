@@ -13,7 +13,7 @@ BIN          := $(shell pwd)/.build/$(CONFIG)
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
                 dbus mosquitto mosquitto-clients openssl python3-venv
 # What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
-DEB_PACKAGES := dpkg-dev binutils chrpath lintian
+DEB_PACKAGES := dpkg-dev binutils chrpath lintian python3-seccomp
 
 .PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean
 

@@ -11,6 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -297,3 +298,103 @@ def test_lintian_has_no_unexplained_findings(scratch):
                  timeout=300)
     findings = [line for line in result.stdout.splitlines() if re.match(r"^[EWIPX]: ", line)]
     assert result.returncode == 0 and not findings, result.stdout + result.stderr
+
+
+# ---- the unit's seccomp filters, without systemd (deploy/sandbox-probe.py) -----------------------------------
+
+PROBE = DEPLOY / "sandbox-probe.py"
+
+
+def probe_available():
+    result = run(["/usr/bin/python3", "-c", "import seccomp"])
+    return result.returncode == 0
+
+
+needs_probe = pytest.mark.skipif(not probe_available(),
+                                 reason="python3-seccomp is not installed (`make deb` installs it)")
+
+
+def probed(*command):
+    return ["/usr/bin/python3", str(PROBE), "--", *map(str, command)]
+
+
+@needs_probe
+def test_probe_enforces_memory_deny_write_execute_and_address_families():
+    # The control: under the probe, a writable+executable mapping and an AF_PACKET socket are refused.
+    code = ("import ctypes, socket\n"
+            "libc = ctypes.CDLL(None, use_errno=True); libc.mmap.restype = ctypes.c_void_p\n"
+            "p = libc.mmap(None, 4096, 7, 0x22, -1, 0)\n"
+            "assert p in (None, 2**64 - 1) and ctypes.get_errno() == 1, p\n"
+            "assert libc.mmap(None, 4096, 3, 0x22, -1, 0) not in (None, 2**64 - 1)\n"
+            "try:\n    socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\nexcept OSError as e:\n"
+            "    assert e.errno == 97, e\nelse:\n    raise SystemExit('AF_PACKET allowed')\n")
+    result = run(probed("/usr/bin/python3", "-c", code))
+    assert result.returncode == 0, result.stderr
+
+
+@needs_probe
+def test_agent_checks_configuration_under_the_units_seccomp_filters(binaries):
+    result = run(probed(binaries / "empalinkd", "--check-config", "--json", "--config",
+                        ROOT / "Config" / "empalinkd.toml"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["spool"]["dir"] == "/var/lib/empalink/spool"
+
+
+@pytest.fixture
+def private_bus(tmp_path):
+    """A private dbus-daemon (session type: the simulator may own org.bluez), ended by PID."""
+    socket = tmp_path / "bus"
+    config = tmp_path / "bus.conf"
+    config.write_text(
+        '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"\n'
+        ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n'
+        f"<busconfig><type>session</type><listen>unix:path={socket}</listen><auth>EXTERNAL</auth>"
+        '<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>'
+        '<allow own="*"/></policy></busconfig>\n')
+    daemon = subprocess.Popen(["/usr/bin/dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(500):
+            if socket.exists() or daemon.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert socket.exists(), "dbus-daemon did not create its socket"
+        yield f"unix:path={socket}"
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
+@needs_probe
+def test_connect_and_stream_from_the_simulator_under_the_units_seccomp_filters(binaries, private_bus, tmp_path):
+    # D-Bus, AcquireNotify fd passing, timers, signals and libcrypto, all inside the unit's system-call allow-list,
+    # MemoryDenyWriteExecute and RestrictAddressFamilies: empalinkctl scan and capture against empalink-sim.
+    sim_path = binaries / "empalink-sim"
+    if not sim_path.exists():
+        pytest.skip(f"{sim_path} is missing (swift build builds it)")
+    sim_log = open(tmp_path / "sim.log", "w")
+    sim = subprocess.Popen(probed(sim_path, "--bus", private_bus, "--devices", "2"),
+                           stdout=sim_log, stderr=subprocess.STDOUT)
+    try:
+        keyring = tmp_path / "keyring.toml"
+        key = run(probed(binaries / "empalinkctl", "key", "add", "--devices", "*", "--keyring", keyring))
+        assert key.returncode == 0, key.stderr
+        config = tmp_path / "agent.toml"
+        config.write_text(f'[auth]\napi_key = "{key.stdout.strip()}"\nkeyring = "{keyring}"\n'
+                          '[[wristband]]\nserial = "a00101"\n')
+        env = {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": private_bus}
+        scan = run(probed(binaries / "empalinkctl", "scan", "--seconds", "3", "--config", config), env=env)
+        assert scan.returncode == 0, scan.stderr + (tmp_path / "sim.log").read_text()
+        assert re.search(r"a00101 .* yes", scan.stdout) and "a00102" in scan.stdout, scan.stdout
+        capture = tmp_path / "capture.bin"
+        result = run(probed(binaries / "empalinkctl", "capture", "--address", "00:07:80:A0:01:01", "--out", capture,
+                            "--seconds", "3", "--config", config), env=env)
+        assert result.returncode == 0, result.stderr
+        decoded = run(probed(binaries / "empalinkctl", "decode", "--capture", capture))
+        assert decoded.returncode == 0, decoded.stderr
+        streams = {json.loads(line)["stream"] for line in decoded.stdout.splitlines()}
+        assert {"bvp", "acc", "gsr", "temp"} <= streams, streams
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+        sim_log.close()
