@@ -12,6 +12,8 @@ BIN          := $(shell pwd)/.build/$(CONFIG)
 # Everything the build, the tests and the demo need from Debian.
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
                 dbus mosquitto mosquitto-clients openssl python3-venv
+# What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
+DEB_PACKAGES := dpkg-dev binutils chrpath lintian python3-seccomp
 
 .PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean
 
@@ -70,3 +72,22 @@ clean:
 bench-ibi: deps build
 	$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
 	PY=$(PY) bash bench/ibi/run.sh $(BIN)
+
+
+.PHONY: deb test-deb
+
+## deb: Debian package (dpkg-deb) for this machine's architecture into build/deb: release build with the Swift
+## runtime linked statically, so the package needs only Debian libraries. Reuses .build/release when current.
+DEB_DIR      := build/deb
+DEB_LDFLAGS  := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
+deb:
+	@$(MAKE) --no-print-directory apt-deps APT_PACKAGES="$(APT_PACKAGES) $(DEB_PACKAGES)"
+	for p in empalinkd empalinkctl; do \
+	  $(SWIFT) build -c release --static-swift-stdlib $(DEB_LDFLAGS) --product $$p || exit 1; \
+	done
+	bash deploy/build-deb.sh .build/release $(DEB_DIR)
+
+## test-deb: build the package, then check its layout in a scratch root, lintian, the unit (not part of
+## `make test`: it needs the release build).
+test-deb: deps deb
+	EMPALINK_BIN=$(shell pwd)/.build/release EMPALINK_DEB_DIR=$(DEB_DIR) $(PY) -m pytest -q Tests/integration/test_deploy.py
