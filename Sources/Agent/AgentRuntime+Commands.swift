@@ -43,7 +43,7 @@ extension AgentRuntime {
             ("bluetooth", Self.quote(self.api?.status.rawValue ?? "notAvailable")),
             ("mqtt", Self.quote("\(self.mqtt.state)")),
             ("clock_synced", self.clockSynced ? "true" : "false"),
-            ("uptime", Self.number(self.uptimeSeconds, decimals: 1)),
+            ("uptime_s", Self.number(self.uptimeSeconds, decimals: 1)),
             ("devices", Self.object(devices)),
             ("metrics", self.metricsJSON()),
         ])
@@ -60,10 +60,12 @@ extension AgentRuntime {
         case .success(let members):
             if members.count == 1, case .string(let mode)? = members["mode"], mode == "background" || mode == "resume" {
                 let result = self.setMode(mode == "background" ? .background : .active, reason: "MQTT command")
-                reply = Self.object([("ok", "true"), ("result", Self.quote(result))])
+                reply = Self.object([("ok", "true"), ("command", Self.object([("mode", Self.quote(mode))])),
+                                     ("result", Self.quote(result))])
             } else if members.count == 1, case .bool(true)? = members["rescan"] {
                 self.api?.reconcileDiscovery()
-                reply = Self.object([("ok", "true"), ("result", Self.quote("rescan requested"))])
+                reply = Self.object([("ok", "true"), ("command", Self.object([("rescan", "true")])),
+                                     ("result", Self.quote("rescan requested"))])
             } else {
                 reply = Self.object([("ok", "false"), ("error", Self.quote(
                     "unknown command; expected {\"mode\":\"background\"|\"resume\"} or {\"rescan\":true}"))])

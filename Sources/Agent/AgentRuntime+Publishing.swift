@@ -129,7 +129,7 @@ extension AgentRuntime {
                 ]))
             }
         return Self.object([
-            ("uptime", Self.number(self.uptimeSeconds, decimals: 1)),
+            ("uptime_s", Self.number(self.uptimeSeconds, decimals: 1)),
             ("mode", Self.quote(self.mode.rawValue)),
             ("clock_synced", self.clockSynced ? "true" : "false"),
             ("bluetooth", Self.quote(self.api?.status.rawValue ?? "notAvailable")),

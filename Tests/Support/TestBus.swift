@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Foundation
-import Testing
 
 import DBus
 import EventLoop
@@ -120,7 +119,7 @@ public func spawn(_ arguments: [String], environment: [String]? = nil) throws ->
 extension EventLoop {
     /// Runs the loop on the calling thread until `stop()`, with a guard timer so a broken test fails instead of
     /// hanging (a safety net, not a timing assertion).
-    public func runForTest(limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) throws {
+    public func runForTest(limit: Duration = .seconds(20)) throws {
         var timedOut = false
         let guardTimer = try self.scheduleTimer(after: limit) {
             timedOut = true
@@ -128,8 +127,14 @@ extension EventLoop {
         }
         self.run()
         self.cancel(guardTimer)
-        #expect(!timedOut, "the loop was not stopped within \(limit)", sourceLocation: sourceLocation)
+        if timedOut { throw LoopTimeout(limit: limit) }
     }
+}
+
+/// A test loop that was not stopped in time: thrown so the test fails instead of hanging.
+public struct LoopTimeout: Error, CustomStringConvertible {
+    public var limit: Duration
+    public var description: String { "the loop was not stopped within \(self.limit)" }
 }
 
 /// Calls `body` on each completion and stops the loop after `count` of them.
