@@ -24,12 +24,22 @@ extension EmpaticaAPI {
         self.reconcileDiscovery()
     }
 
-    /// Saves power: discovery runs only `backgroundScanWindow` every `backgroundScanInterval`. Connected
-    /// wristbands keep streaming.
+    /// Saves power. Where the adapter offers or-pattern advertisement monitors, a passive monitor for the E4
+    /// family replaces discovery; otherwise discovery runs only `backgroundScanWindow` every
+    /// `backgroundScanInterval`. Connected wristbands keep streaming.
     public func prepareForBackground() {
         guard !self.isInBackground else { return }
         self.isInBackground = true
         self.windowOpen = false
+        self.reconcileDiscovery()
+        self.registerMonitor { [weak self] registered in
+            guard let self, self.isInBackground, !registered else { return }
+            self.startDutyCycle()
+        }
+    }
+
+    func startDutyCycle() {
+        guard self.dutyCycleTimer == nil else { return }
         let interval = self.options.backgroundScanInterval
         self.dutyCycleTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [weak self] in
             self?.openScanWindow()
@@ -42,6 +52,7 @@ extension EmpaticaAPI {
     public func prepareForResume() {
         guard self.isInBackground else { return }
         self.isInBackground = false
+        self.unregisterMonitor()
         if let timer = self.dutyCycleTimer { self.loop.cancel(timer) }
         self.dutyCycleTimer = nil
         self.windowOpen = true

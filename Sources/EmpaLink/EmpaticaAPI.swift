@@ -28,6 +28,9 @@ public final class EmpaticaAPI {
         /// Escalate when discovery has produced no advertisement this long while a wristband is wanted;
         /// zero turns the watchdog off.
         public var watchdogTimeout: Duration = .seconds(60)
+        /// In background mode, use a passive advertisement monitor where the adapter offers one (bluetoothd's
+        /// experimental features); otherwise, or when `false`, duty-cycle discovery.
+        public var useAdvertisementMonitor = true
 
         public init() {}
     }
@@ -70,6 +73,12 @@ public final class EmpaticaAPI {
     public internal(set) var watchdogCounts: [WatchdogAction: UInt64] = [:]
     /// Called on every watchdog escalation, with the reason.
     public var onWatchdog: ((WatchdogAction, String) -> Void)?
+
+    /// Background mode's passive advertisement monitor (see `EmpaticaAPI+Monitor.swift`).
+    public internal(set) var monitorRegistered = false
+    public internal(set) var monitorActive = false
+    /// Matches the monitor reported, for metrics.
+    public internal(set) var monitorMatches: UInt64 = 0
 
     /// Every E4-family wristband seen, by BlueZ object path.
     var devicesByPath: [String: EmpaticaDeviceManager] = [:]

@@ -316,6 +316,7 @@ import TestSupport
         var options = EmpaticaAPI.Options()
         options.backgroundScanWindow = .seconds(1)
         options.backgroundScanInterval = .seconds(4)
+        options.useAdvertisementMonitor = false
         let (rig, device) = try self.connectedRig(options: options)
         defer { rig.close() }
         // Keep discovery wanted although the one wristband is connected, to measure the duty cycle itself.
@@ -370,5 +371,35 @@ extension EmpaLinkSimulatorTests {
         let device = try #require(rig.recorder.devices.first)
         try device.connect(delegate: rig.recorder)
         #expect(try rig.run(until: { device.deviceStatus == .connected }))
+    }
+}
+
+extension EmpaLinkSimulatorTests {
+    @Test func backgroundModeUsesAPassiveMonitorWhereOfferedAndStillReconnects() throws {
+        let (rig, device) = try self.connectedRig()
+        defer { rig.close() }
+        func stats(_ done: @escaping ([String: DBusValue]) -> Void) {
+            rig.control("Stats", []) { values in done(values.first?.stringKeyed ?? [:]) }
+        }
+        rig.api.prepareForBackground()
+        #expect(try rig.run(until: { rig.api.monitorActive }), "the monitor was not activated")
+        var before: [String: DBusValue] = [:]
+        stats { before = $0 }
+        #expect(try rig.run(until: { !before.isEmpty }))
+        #expect(before["monitors"]?.int64 == 1)
+        #expect(before["discovering"]?.bool == false, "no active discovery in background mode with a monitor")
+        // The link drops; the monitor sees the wristband advertise again and the API reconnects it.
+        let sessions = rig.recorder.deviceStatuses.filter { $0 == .connected }.count
+        rig.control("Disconnect", [.string("a00101")])
+        #expect(try rig.run(until: { rig.recorder.deviceStatuses.filter { $0 == .connected }.count > sessions },
+                            limit: .seconds(20)))
+        var after: [String: DBusValue] = [:]
+        stats { after = $0 }
+        #expect(try rig.run(until: { !after.isEmpty }))
+        #expect(after["discovering_seconds"]?.double == before["discovering_seconds"]?.double,
+                "discovery never ran while the monitor was in place")
+        #expect(device.deviceStatus == .connected)
+        rig.api.prepareForResume()
+        #expect(try rig.run(until: { !rig.api.monitorRegistered && rig.api.status == .scanning }, limit: .seconds(5)))
     }
 }
