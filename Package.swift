@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "empalinkctl", targets: ["empalinkctl"]),
         .executable(name: "empalink-bench", targets: ["empalink-bench"]),
         .executable(name: "empalink-sim", targets: ["empalink-sim"]),
+        .executable(name: "empalink-alloc-check", targets: ["empalink-alloc-check"]),
     ],
     targets: [
         // C libraries from Debian, one module map each.
@@ -66,6 +67,13 @@ let package = Package(
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix"], swiftSettings: strict),
+        // Allocation counting (SPEC §8, §14): malloc & co. overridden by `CAllocationCounter`, which must never be
+        // linked into the test bundle (it would replace every suite's allocator), hence its own executable.
+        .target(name: "CAllocationCounter"),
+        .executableTarget(name: "empalink-alloc-check",
+                          dependencies: ["CAllocationCounter", "E4", "EmpaLink", "BlueZ", "EventLoop", "Posix", "MQTT",
+                                         "Logging"],
+                          swiftSettings: strict),
 
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "EmpaLinkTests", dependencies: ["EmpaLink", "Config", "BlueZ", "DBus", "EventLoop", "E4",
@@ -83,5 +91,7 @@ let package = Package(
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "Config"],
                     swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
+        // Runs `empalink-alloc-check` as a child process; deliberately no dependency on it or on the counter.
+        .testTarget(name: "AllocationTests", swiftSettings: strict),
     ]
 )
