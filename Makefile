@@ -13,7 +13,7 @@ BIN          := $(shell pwd)/.build/$(CONFIG)
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
                 dbus mosquitto mosquitto-clients openssl python3-venv
 
-.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean
+.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean alloc-check
 
 all: build
 
@@ -70,3 +70,9 @@ clean:
 bench-ibi: deps build
 	$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
 	PY=$(PY) bash bench/ibi/run.sh $(BIN)
+
+## alloc-check: allocations per notification in steady state, release build (Docs/performance.md). Exit 1 when a
+## case is over budget. EMPALINK_ALLOC_TRACE=all|CASE,... prints where each allocation came from.
+alloc-check: apt-deps
+	$(SWIFT) build -c release --product empalink-alloc-check
+	.build/release/empalink-alloc-check
