@@ -19,7 +19,6 @@ let package = Package(
         .executable(name: "empalinkctl", targets: ["empalinkctl"]),
         .executable(name: "empalink-bench", targets: ["empalink-bench"]),
         .executable(name: "empalink-sim", targets: ["empalink-sim"]),
-        .executable(name: "empalink-alloc-check", targets: ["empalink-alloc-check"]),
     ],
     targets: [
         // C libraries from Debian, one module map each.
