@@ -181,3 +181,11 @@ int alloc_counter_object_offset(const void *address, const char **file, uintptr_
     *offset = (uintptr_t)address - (uintptr_t)info.dli_fbase;
     return 1;
 }
+
+int alloc_counter_address_in_executable(const void *address) {
+    Dl_info own;
+    Dl_info info;
+    if (dladdr((const void *)&alloc_counter_prepare, &own) == 0) return 0;
+    if (dladdr(address, &info) == 0) return 0;
+    return info.dli_fbase == own.dli_fbase;
+}

@@ -67,11 +67,10 @@ enum AllocationStacks {
     static func isLibraryAllocation(_ index: Int) -> Bool {
         var depth: CInt = 0
         guard let frames = alloc_counter_stack(CInt(index), &depth), depth > 0 else { return false }
-        let executable = CommandLine.arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
         for frame in 0..<Int(depth) {
             guard let address = frames[frame] else { continue }
             if alloc_counter_address_in_object(address, Self.library) != 0 { return true }
-            if !executable.isEmpty && alloc_counter_address_in_object(address, executable) != 0 { return false }
+            if alloc_counter_address_in_executable(address) != 0 { return false }
         }
         return false
     }

@@ -58,6 +58,9 @@ void alloc_counter_write_stack(int index, int fd);
 /// Whether the object containing `address` has a file name that contains `name` (dladdr).
 int alloc_counter_address_in_object(const void *address, const char *name);
 
+/// Whether `address` lies in the object this counter is linked into (the check executable), by load base.
+int alloc_counter_address_in_executable(const void *address);
+
 /// The file of the object containing `address` and the address's offset from that object's base (dladdr), for
 /// `llvm-symbolizer`. Returns 0 when the address is in no loaded object.
 int alloc_counter_object_offset(const void *address, const char **file, uintptr_t *offset);
