@@ -15,7 +15,7 @@ APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-
 # What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
 DEB_PACKAGES := dpkg-dev binutils chrpath lintian python3-seccomp
 
-.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean
+.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean alloc-check
 
 all: build
 
@@ -91,3 +91,9 @@ deb:
 ## `make test`: it needs the release build).
 test-deb: deps deb
 	EMPALINK_BIN=$(shell pwd)/.build/release EMPALINK_DEB_DIR=$(DEB_DIR) $(PY) -m pytest -q Tests/integration/test_deploy.py
+
+## alloc-check: allocations per notification in steady state, release build (Docs/performance.md). Exit 1 when a
+## case is over budget. EMPALINK_ALLOC_TRACE=all|CASE,... prints where each allocation came from.
+alloc-check: apt-deps
+	$(SWIFT) build -c release --product empalink-alloc-check
+	.build/release/empalink-alloc-check

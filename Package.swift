@@ -75,6 +75,13 @@ let package = Package(
                           swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
         .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix", "Spool"], swiftSettings: strict),
+        // Allocation counting (SPEC §8, §14): malloc & co. overridden by `CAllocationCounter`, which must never be
+        // linked into the test bundle (it would replace every suite's allocator), hence its own executable.
+        .target(name: "CAllocationCounter"),
+        .executableTarget(name: "empalink-alloc-check",
+                          dependencies: ["CAllocationCounter", "E4", "EmpaLink", "BlueZ", "EventLoop", "Posix", "MQTT",
+                                         "Logging"],
+                          swiftSettings: strict),
 
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "EmpaLinkTests", dependencies: ["EmpaLink", "Config", "BlueZ", "DBus", "EventLoop", "E4",
@@ -93,5 +100,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
+        // Runs `empalink-alloc-check` as a child process; deliberately no dependency on it or on the counter.
+        .testTarget(name: "AllocationTests", swiftSettings: strict),
     ]
 )
