@@ -26,6 +26,7 @@ import TestSupport
         var gsr: [(Double, Float)] = []
         var temp: [(Double, Float)] = []
         var battery: [Float] = []
+        var tags: [Double] = []
         var onDevices: (([EmpaticaDeviceManager]) -> Void)?
         var onStatus: ((DeviceStatus) -> Void)?
         var onBLEStatus: ((BLEStatus) -> Void)?
@@ -63,6 +64,10 @@ import TestSupport
 
         func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
             self.battery.append(level)
+        }
+
+        func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager) {
+            self.tags.append(timestamp)
         }
     }
 
@@ -180,7 +185,9 @@ import TestSupport
         let device = try #require(rig.recorder.devices.first)
         try device.connect(delegate: rig.recorder)
         #expect(try rig.run(until: { device.deviceStatus == .connected }))
-        try rig.run(for: .seconds(3))
+        try rig.run(for: .seconds(1))
+        rig.control("PressTag", [.string("a00101")])
+        try rig.run(for: .seconds(2))
         device.disconnect()
         #expect(try rig.run(until: { device.deviceStatus == .disconnected }))
         rig.sim.stop()  // flushes the truth files
@@ -218,6 +225,13 @@ import TestSupport
             #expect(abs(Double(sample.1) - (tempTruth[index]["celsius"] ?? -1000)) < 1e-3, "temperature \(index)")
         }
         #expect(!rig.recorder.battery.isEmpty)
+        let tagTruth = try Self.truth(rig, serial: "a00101", "tags.csv").filter { $0["status"] == 0 }
+        #expect(rig.recorder.tags.count == 1)
+        #expect(tagTruth.count == 1)
+        if let tag = rig.recorder.tags.first, let truthTime = tagTruth.first?["t"] {
+            // A tag is stamped at its arrival (SPEC §6): within the simulator's 25 ms send tick of the press.
+            #expect(abs(tag - truthTime) < 0.1)
+        }
         #expect(device.statistics.decodeErrors == 0)
     }
 
