@@ -7,13 +7,14 @@ import Foundation
 import Logging
 import Posix
 import Testing
+import TestSupport
 
 @testable import Simulator
 
 /// A private bus, an in-process simulator and a client connection on one loop, with helpers that run the loop
 /// until an answer arrives so a test reads as a sequence of steps.
 final class SimulatorHarness {
-    let bus: SimulatorTestBus
+    let bus: TestBus
     let loop: EventLoop
     let simulator: Simulator
     var client: DBusConnection
@@ -22,18 +23,10 @@ final class SimulatorHarness {
     var signals: [(member: String, path: String, arguments: [DBusValue])] = []
 
     init(devices: Int = 2, scenario: Scenario = SimulatorHarness.fastScenario()) throws {
-        self.bus = try SimulatorTestBus()
+        // TestBus returns once dbus-daemon accepts connections.
+        self.bus = try TestBus()
         self.loop = try EventLoop()
         self.truthDirectory = self.bus.directory + "/truth"
-        // dbus-daemon creates its socket before it listens: wait until a connection is accepted (bounded).
-        for attempt in 0..<200 {
-            if let probe = try? DBusConnection.connect(address: self.bus.address, loop: self.loop) {
-                probe.close()
-                break
-            }
-            if attempt == 199 { throw DBusError(name: "test.BusNotReady", message: "dbus-daemon does not accept") }
-            usleep(10_000)
-        }
         self.simulator = Simulator(busAddress: self.bus.address, devices: devices, seed: 7, scenario: scenario,
                                    truthDirectory: self.truthDirectory, loop: self.loop, logger: .discarding)
         try self.simulator.start()
