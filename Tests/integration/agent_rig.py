@@ -93,10 +93,12 @@ def wait_until(predicate, timeout, interval=0.05):
 
 
 class Message:
-    """One received MQTT message: topic, raw payload, its JSON (or None), retain flag, arrival (monotonic)."""
+    """One received MQTT message: topic, raw payload, its JSON (or None), retain flag, arrival (monotonic), and the
+    MQTT v5 content type (None when absent)."""
 
-    def __init__(self, topic, payload, retain, arrival):
+    def __init__(self, topic, payload, retain, arrival, content_type=None):
         self.topic = topic
+        self.content_type = content_type
         self.payload = payload
         self.retain = retain
         self.arrival = arrival
@@ -128,8 +130,9 @@ class Subscriber:
             raise RuntimeError(f"MQTT subscriber could not subscribe on port {port}")
 
     def _on_message(self, client, userdata, message):
+        content_type = getattr(message.properties, "ContentType", None) if message.properties else None
         entry = Message(message.topic, message.payload.decode("utf-8", "replace"), bool(message.retain),
-                        time.monotonic())
+                        time.monotonic(), content_type)
         with self.lock:
             self.messages.append(entry)
 

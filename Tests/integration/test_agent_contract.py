@@ -55,7 +55,6 @@ def run():
         record["truth"] = {k: {name: rig.read_truth(k, name) for name in ("sessions", "bvp", "gsr", "temp", "acc")}
                            for k in WHITELISTED}
         record["log"] = rig.agent_log_text()
-        record["rig"] = rig
     return record
 
 
@@ -93,6 +92,30 @@ def test_every_topic_appears_and_validates_against_its_schema(run):
             assert message.json is not None, f"{name}: not JSON: {message.payload!r}"
             errors = [error.message for error in validator.iter_errors(message.json)]
             assert not errors, f"{name}: {message.payload[:300]} violates {schema}: {errors}"
+
+
+def test_every_message_carries_the_json_content_type(run):
+    # SPEC §10: MQTT v5 sets content-type application/json (the Last Will included, checked in test_agent_reload).
+    wrong = {m.topic: m.content_type for m in run["messages"]
+             if m.topic != topic("cmd") and m.content_type != "application/json"}
+    assert not wrong, f"messages without content-type application/json: {wrong}"
+
+
+@pytest.mark.xfail(strict=True, reason="Sources/Agent/AgentRuntime+Publishing.swift metricsJSON(): the metrics "
+                   "`spool` object has only `enabled` and `spooled`; SPEC §10 asks for spool bytes / records / "
+                   "dropped / oldest t (the spool is not yet wired into Outbox.spool)")
+def test_metrics_report_spool_bytes_records_dropped_and_oldest(run):
+    metrics = [m.json for m in by_topic(run)[topic("metrics")]]
+    assert metrics
+    spool = metrics[-1]["spool"]
+    for word in ("bytes", "records", "dropped", "oldest"):
+        assert any(word in key for key in spool), f"metrics.spool has no {word} field: {spool}"
+
+
+def test_metrics_arrive_every_interval(run):
+    arrivals = [m.arrival for m in by_topic(run)[topic("metrics")] if m.arrival < run["sigterm"]]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    assert len(gaps) >= 10 and all(0.7 <= gap <= 1.3 for gap in gaps), f"metrics_interval_s = 1: gaps {gaps}"
 
 
 def test_command_result_answers_the_rescan(run):

@@ -107,3 +107,4 @@ def test_status_is_retained_and_kill_9_leaves_the_retained_last_will(run):
     assert run["will_s"] < 5
     after = run["retained_after_kill"]
     assert len(after) == 1 and after[0].json == {"state": "offline"}
+    assert after[0].content_type == "application/json"
