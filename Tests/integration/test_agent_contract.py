@@ -52,7 +52,7 @@ def run():
         record["messages"] = rig.subscriber.all()
         record["notify"] = rig.notify.all()
         record["sim_exit"] = rig.stop_sim()
-        record["truth"] = {k: {name: rig.read_truth(k, name) for name in ("sessions", "bvp", "gsr", "temp", "acc")}
+        record["truth"] = {k: {name: rig.read_truth(k, name) for name in ("sessions", "bvp", "gsr", "temp", "acc", "beats")}
                            for k in WHITELISTED}
         record["log"] = rig.agent_log_text()
     return record
@@ -229,3 +229,26 @@ def test_systemd_ready_watchdog_and_stopping(run):
     gaps = [b - a for a, b in zip(running, running[1:])]
     assert max(gaps) < 1.0, f"longest watchdog gap {max(gaps):.2f} s"
     assert len(stopping) == 1 and stopping[0] >= run["sigterm"], "STOPPING=1 must follow SIGTERM"
+
+
+
+def test_ibi_and_hr_follow_the_true_beats(run):
+    """The edge IBI engine on live data: each IBI ends at a true pulse onset (foot) and is close to the true
+    interval; HR agrees with the true recent rate. Bounds are loose (64 Hz sampling, detector smoothing)."""
+    for k in WHITELISTED:
+        beats = [(float(b["foot_time"]), float(b["ibi"])) for b in run["truth"][k]["beats"] if b["session"] == "1"]
+        assert beats, f"{serial(k)}: no truth beats"
+        errors = []
+        for message in by_topic(run)[topic(serial(k), "ibi")]:
+            for t, ibi in message.json["v"]:
+                foot, true_ibi = min(beats, key=lambda beat: abs(beat[0] - t))
+                assert abs(foot - t) <= 0.1, f"{serial(k)}: IBI at {t:.3f} is {t - foot:+.3f} s from a true beat"
+                assert abs(ibi - true_ibi) <= 0.12, f"{serial(k)}: IBI {ibi} vs true {true_ibi:.4f} at {t:.3f}"
+                errors.append(abs(ibi - true_ibi))
+        assert len(errors) >= 3 and sum(errors) / len(errors) <= 0.05, f"{serial(k)}: IBI errors {errors}"
+        for message in by_topic(run)[topic(serial(k), "hr")]:
+            for t, bpm in message.json["v"]:
+                recent = [ibi for foot, ibi in beats if t - 10 <= foot <= t]
+                assert recent
+                reference = 60 / (sum(recent) / len(recent))
+                assert abs(bpm - reference) <= 0.1 * reference, f"{serial(k)}: HR {bpm} vs true {reference:.1f}"
