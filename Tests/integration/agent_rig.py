@@ -118,8 +118,8 @@ class Subscriber:
         self.messages = []
         self.lock = threading.Lock()
         self.subscribed = threading.Event()
-        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"{name}-{os.getpid()}-{time.monotonic_ns()}",
-                                  protocol=mqtt.MQTTv5)
+        client_id = f"{name}-{os.getpid()}-{time.monotonic_ns()}"
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
         self.client.on_message = self._on_message
         self.client.on_subscribe = lambda *args: self.subscribed.set()
         self.client.on_connect = lambda client, *args: client.subscribe(topic, qos=1)
