@@ -509,9 +509,9 @@ SCHEMAS = {
     "tag": _events(_TIME),
     "metrics": {
         "type": "object",
-        "required": ["uptime", "mode", "devices", "mqtt", "spool"],
+        "required": ["uptime_s", "mode", "devices", "mqtt", "spool"],
         "properties": {
-            "uptime": {"type": "number", "minimum": 0},
+            "uptime_s": {"type": "number", "minimum": 0},
             "mode": {"enum": ["active", "background"]},
             "clock_synced": {"type": "boolean"},
             "devices": {
@@ -525,13 +525,17 @@ SCHEMAS = {
             },
             "mqtt": {"type": "object", "required": ["published", "acked", "inflight"],
                      "properties": {"published": _COUNT, "acked": _COUNT, "inflight": _COUNT}},
-            "spool": {"type": "object"},
+            "spool": {"type": "object", "required": ["enabled", "bytes", "records", "dropped", "oldest_t"],
+                      "properties": {"enabled": {"type": "boolean"}, "bytes": _COUNT, "records": _COUNT,
+                                     "dropped": _COUNT, "oldest_t": {"type": ["number", "null"]}}},
         },
     },
     "cmd_result": {
         "oneOf": [
-            {"type": "object", "required": ["ok", "result"], "additionalProperties": False,
-             "properties": {"ok": {"const": True}, "result": {"type": "string", "minLength": 1}}},
+            {"type": "object", "required": ["ok", "command", "result"], "additionalProperties": False,
+             "properties": {"ok": {"const": True}, "command": {"type": "object", "minProperties": 1,
+                                                               "maxProperties": 1},
+                            "result": {"type": "string", "minLength": 1}}},
             {"type": "object", "required": ["ok", "error"], "additionalProperties": False,
              "properties": {"ok": {"const": False}, "error": {"type": "string", "minLength": 1}}},
         ],

@@ -102,9 +102,6 @@ def test_every_message_carries_the_json_content_type(run):
     assert not wrong, f"messages without content-type application/json: {wrong}"
 
 
-@pytest.mark.xfail(strict=True, reason="Sources/Agent/AgentRuntime+Publishing.swift metricsJSON(): the metrics "
-                   "`spool` object has only `enabled` and `spooled`; SPEC §10 asks for spool bytes / records / "
-                   "dropped / oldest t (the spool is not yet wired into Outbox.spool)")
 def test_metrics_report_spool_bytes_records_dropped_and_oldest(run):
     metrics = [m.json for m in by_topic(run)[topic("metrics")]]
     assert metrics
