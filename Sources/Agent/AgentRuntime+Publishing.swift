@@ -65,15 +65,28 @@ extension AgentRuntime {
         self.outbox.publish(topic: self.topicBase + "/devices", text: text, retain: true)
     }
 
-    /// Flushes every batch each `batch_ms` (or `background_batch_ms`); with 0, publishers flush per notification.
+    /// Flushes every batch each `batch_ms` (or `background_batch_ms`) while data flows; with 0, publishers flush
+    /// per notification. The timer stops when a tick finds nothing to publish and restarts with the next sample,
+    /// so an agent without streaming wristbands does not wake up for it.
     func scheduleFlush() {
         if let timer = self.flushTimer { self.loop.cancel(timer) }
         self.flushTimer = nil
+        self.armFlush()
+    }
+
+    /// Called when a batch receives data: starts the flush timer if it is not running.
+    func armFlush() {
+        guard self.flushTimer == nil else { return }
         let milliseconds = self.batchMilliseconds
         guard milliseconds > 0 else { return }
         let interval = Duration.milliseconds(milliseconds)
         self.flushTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [unowned self] in
-            for publisher in self.publishers.values { publisher.flushAll() }
+            var published = false
+            for publisher in self.publishers.values where publisher.flushAll() { published = true }
+            if !published, let timer = self.flushTimer {
+                self.loop.cancel(timer)
+                self.flushTimer = nil
+            }
         }
     }
 

@@ -81,6 +81,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         case .temp: (kind, batch) = (.temp, self.temp)
         }
         guard self.enabled(kind) else { return }
+        self.agent.armFlush()
         if !batch.continues(at: t0) { self.flush(kind) }
         var start = 0
         while start < values.count {
@@ -95,6 +96,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
                                        z: UnsafeBufferPointer<Int8>, t0: Double, fs: Double,
                                        from device: EmpaticaDeviceManager) {
         guard self.enabled(.acc) else { return }
+        self.agent.armFlush()
         if !self.acc.continues(at: t0) { self.flush(.acc) }
         for index in 0..<min(x.count, y.count, z.count) {
             if self.acc.isFull { self.flush(.acc) }
@@ -110,6 +112,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
 
     func event(_ kind: StreamKind, _ batch: EventBatch, _ value: Float, at time: Double) {
         guard self.enabled(kind) else { return }
+        self.agent.armFlush()
         if batch.isFull { self.flush(kind) }
         batch.append(value, at: time)
         if self.agent.flushEveryNotification { self.flush(kind) }
@@ -143,12 +146,21 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
 
     // MARK: Publishing
 
-    func flushAll() {
-        for kind in StreamKind.allCases { self.flush(kind) }
+    /// Publishes every pending batch.
+    ///
+    /// - Returns: whether anything was published.
+    @discardableResult
+    func flushAll() -> Bool {
+        var published = false
+        for kind in StreamKind.allCases where self.flush(kind) { published = true }
+        return published
     }
 
     /// Formats the stream's pending batch into the shared buffer and publishes it.
-    func flush(_ kind: StreamKind) {
+    ///
+    /// - Returns: whether there was a batch to publish.
+    @discardableResult
+    func flush(_ kind: StreamKind) -> Bool {
         let json = self.agent.json
         json.reset()
         json.append(UInt8(ascii: "{"))
@@ -157,7 +169,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         switch kind {
         case .bvp, .gsr, .temp:
             let batch = kind == .bvp ? self.bvp : kind == .gsr ? self.gsr : self.temp
-            guard batch.count > 0 else { return }
+            guard batch.count > 0 else { return false }
             json.append(integer: batch.seq)
             json.append(",\"t\":")
             json.append(batch.t0, decimals: 6)
@@ -171,7 +183,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             batch.seq += 1
             batch.count = 0
         case .acc:
-            guard self.acc.count > 0 else { return }
+            guard self.acc.count > 0 else { return false }
             json.append(integer: self.acc.seq)
             json.append(",\"t\":")
             json.append(self.acc.t0, decimals: 6)
@@ -189,7 +201,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             self.acc.count = 0
         case .ibi, .hr, .battery, .tag:
             let batch = kind == .ibi ? self.ibi : kind == .hr ? self.hr : kind == .battery ? self.battery : self.tag
-            guard batch.count > 0 else { return }
+            guard batch.count > 0 else { return false }
             json.append(integer: batch.seq)
             json.append(",\"v\":[")
             for index in 0..<batch.count {
@@ -208,10 +220,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             batch.count = 0
         }
         json.append("]}")
-        guard let topic = self.topics[kind] else { return }
+        guard let topic = self.topics[kind] else { return true }
         topic.withUnsafeBufferPointer { pointer in
             guard let base = pointer.baseAddress else { return }
             self.agent.outbox.publish(topic: base, key: self.spoolKeys[kind], payload: json)
         }
+        return true
     }
 }

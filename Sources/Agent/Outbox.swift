@@ -79,8 +79,11 @@ final class Outbox {
     func append(_ spool: Spool, key: SpoolStreamKey, topic: UnsafePointer<CChar>, payload: JSONBuffer) {
         let topicBytes = UnsafeRawBufferPointer(start: topic, count: strlen(topic))
         switch spool.append(key: key, topic: topicBytes, message: payload.bytes, qos: UInt8(self.qos)) {
-        case .appended: self.spooled &+= 1
-        case .dropped: self.dropped &+= 1
+        case .appended:
+            self.spooled &+= 1
+            if self.replayTimer == nil { self.armReplay() }
+        case .dropped:
+            self.dropped &+= 1
         }
     }
 
@@ -97,8 +100,18 @@ final class Outbox {
 
     // MARK: Replay
 
+    /// Whether the broker is connected (replay may run).
+    var brokerUp = false
+
     func brokerConnected() {
-        guard self.spool != nil, self.replayTimer == nil else { return }
+        self.brokerUp = true
+        self.armReplay()
+    }
+
+    /// Runs the replay tick while the broker is up and the spool holds anything; an empty spool costs no
+    /// wake-ups.
+    func armReplay() {
+        guard self.brokerUp, let spool = self.spool, self.replayTimer == nil, spool.unacknowledged > 0 else { return }
         self.replayTimer = try? self.loop.scheduleTimer(after: .milliseconds(100), repeating: .milliseconds(100)) {
             [weak self] in self?.replay()
         }
@@ -106,6 +119,7 @@ final class Outbox {
     }
 
     func brokerDisconnected() {
+        self.brokerUp = false
         if let timer = self.replayTimer { self.loop.cancel(timer) }
         self.replayTimer = nil
         // In-flight replays may never be acknowledged now: they become pending again (duplicates are detectable
@@ -116,6 +130,12 @@ final class Outbox {
     /// Hands spooled records to the broker within the in-flight window and the replay rate.
     func replay() {
         guard let spool = self.spool, self.replayTimer != nil, self.mqtt.state == .connected else { return }
+        if spool.unacknowledged == 0 {
+            // Everything spooled has been acknowledged: stop ticking until something is spooled again.
+            if let timer = self.replayTimer { self.loop.cancel(timer) }
+            self.replayTimer = nil
+            return
+        }
         let free = self.mqtt.options.maxInflight - self.mqtt.inflightCount
         guard free > 0 else { return }
         for record in spool.nextForReplay(limit: free) {

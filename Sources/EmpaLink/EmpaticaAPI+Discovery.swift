@@ -96,9 +96,11 @@ extension EmpaticaAPI {
                     switch result {
                     case .success:
                         self.discoveryStarted = true
+                        self.startWatchdog()
                     case .failure(let error) where error.name == BlueZNames.Error.inProgress:
                         // Our session already exists (BlueZ counts sessions per client).
                         self.discoveryStarted = true
+                        self.startWatchdog()
                     case .failure(let error):
                         self.discoveryFailures &+= 1
                         self.lastDiscoveryError = error

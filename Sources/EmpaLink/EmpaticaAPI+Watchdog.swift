@@ -38,8 +38,15 @@ extension EmpaticaAPI {
 
     func watchdogTick() {
         // Only time spent discovering for a reason counts: a quiet background pause or a fleet that is all
-        // connected is not a stuck adapter.
-        guard self.discoveryStarted, self.discoveryWanted else { return }
+        // connected is not a stuck adapter. The tick stops with discovery (no idle wake-ups) and is started
+        // again when discovery starts.
+        guard self.discoveryStarted, self.discoveryWanted else {
+            if !self.discoveryStarted, let timer = self.watchdogTimer {
+                self.loop.cancel(timer)
+                self.watchdogTimer = nil
+            }
+            return
+        }
         self.silentSeconds += 1
         let period = max(1, Int(self.options.watchdogTimeout.components.seconds))
         guard self.silentSeconds >= period else { return }

@@ -90,7 +90,6 @@ public final class EmpaticaAPI {
         self.options = options
         self.bluez.onEvent = { [weak self] event in self?.handle(event) }
         try self.bluez.start()
-        self.startWatchdog()
     }
 
     var adapterPath: String { BlueZNames.root + "/" + self.options.adapter }

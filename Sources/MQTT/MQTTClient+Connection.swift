@@ -15,8 +15,11 @@ extension MQTTClient {
         guard self.handle != nil, self.state != .closed else { throw MQTTError(.closed, "the MQTT client is closed") }
         guard self.state == .idle else { return }
         if self.miscTimer == nil {
-            // Keepalive and retries: libmosquitto wants loop_misc about once a second.
-            self.miscTimer = try? self.eventLoop.scheduleTimer(after: .seconds(1), repeating: .seconds(1)) {
+            // Keepalive: loop_misc sends PINGREQ once `keepalive` has passed without traffic and notices a missing
+            // PINGRESP. A quarter of the keepalive (1–10 s) keeps the ping well inside the broker's 1.5 × keepalive
+            // limit while an idle agent wakes rarely (SPEC §14: ≤ 1 wake-up per second when nothing happens).
+            let period = Duration.seconds(Int64(min(max(self.options.keepaliveSeconds / 4, 1), 10)))
+            self.miscTimer = try? self.eventLoop.scheduleTimer(after: period, repeating: period) {
                 [weak self] in
                 self?.runMisc()
             }
