@@ -71,7 +71,9 @@ let package = Package(
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
-        .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix", "Spool"], swiftSettings: strict),
+        .executableTarget(name: "empalink-bench",
+                          dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],
+                          swiftSettings: strict),
 
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "EmpaLinkTests", dependencies: ["EmpaLink", "Config", "BlueZ", "DBus", "EventLoop", "E4",
