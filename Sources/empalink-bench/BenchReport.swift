@@ -14,8 +14,9 @@ enum BenchReport {
         text += rows.map { "    {\"benchmark\": \(Self.quoted($0.0)), \"result\": \(Self.quoted($0.1))}" }
             .joined(separator: ",\n")
         text += "\n  ],\n  \"figures\": {\n"
-        text += figures.map { "    \(Self.quoted($0.key)): {\"value\": \($0.value), \"unit\": \(Self.quoted($0.unit))}" }
-            .joined(separator: ",\n")
+        text += figures.map { figure in
+            "    \(Self.quoted(figure.key)): {\"value\": \(figure.value), \"unit\": \(Self.quoted(figure.unit))}"
+        }.joined(separator: ",\n")
         text += "\n  }\n}\n"
         guard let file = fopen(path, "w") else {
             Console.err("empalink-bench: cannot write \(path): \(String(cString: strerror(errno)))")

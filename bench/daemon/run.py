@@ -4,8 +4,9 @@
 For each (batch_ms, wristband count) it starts a private dbus-daemon, empalink-sim --devices N, mosquitto on a
 free loopback port and empalinkd, waits until every wristband streams, warms up, and then measures over a window:
 
-- CPU: utime + stime of the empalinkd process (all threads, /proc/PID/stat) over the window, as a share of one
-  core; divided by N for the share per wristband.
+- CPU: run time of every empalinkd thread (/proc/PID/task/*/schedstat, nanoseconds; utime + stime from
+  /proc/PID/stat is kept in the JSON but counts 10 ms ticks) over the window, as a share of one core; divided by N
+  for the share per wristband.
 - RSS: VmRSS (and the peak VmHWM) from /proc/PID/status at the end of the window.
 - Wake-ups: voluntary context switches summed over every thread (/proc/PID/task/*/status) per second: each one
   is a thread blocking (epoll_wait, a futex) and being woken again. Involuntary switches (preemption) are shown
@@ -50,9 +51,23 @@ def free_port():
 
 
 def cpu_seconds(pid):
+    """CPU time of every thread in seconds: the scheduler's nanosecond run time (/proc/PID/task/*/schedstat).
+    utime + stime from /proc/PID/stat count 10 ms ticks, too coarse for 0.1 % over 20 s."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return total / 1e9
+
+
+def ticks_seconds(pid):
+    """utime + stime (/proc/PID/stat, whole process), for comparison with the schedstat figure."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    # Fields after the comm: state is [0], utime is field 14 of the full line -> [11], stime [12].
+    # After the comm, the state is [0]: utime (field 14 of the line) is [11], stime [12].
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
@@ -62,6 +77,31 @@ def status_field(pid, name):
             if line.startswith(name + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def rollup(pid):
+    """Pss and anonymous (private, heap and stacks) memory in KiB, from /proc/PID/smaps_rollup."""
+    values = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] in ("Pss:", "Anonymous:"):
+                values[parts[0][:-1].lower()] = int(parts[1])
+    return values.get("pss", 0), values.get("anonymous", 0)
+
+
+def rss_by_file(pid):
+    """Resident KiB per mapped file ("[anon]" for heap, stacks and anonymous maps), largest first."""
+    totals = {}
+    current = "[anon]"
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if parts and not parts[0].endswith(":"):
+                current = os.path.basename(parts[5]) if len(parts) > 5 and parts[5].startswith("/") else "[anon]"
+            elif parts and parts[0] == "Rss:":
+                totals[current] = totals.get(current, 0) + int(parts[1])
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
 
 def context_switches(pid):
@@ -83,7 +123,7 @@ def context_switches(pid):
 
 def snapshot(pid):
     voluntary, involuntary, threads = context_switches(pid)
-    return {"time": time.monotonic(), "cpu": cpu_seconds(pid), "voluntary": voluntary,
+    return {"time": time.monotonic(), "cpu": cpu_seconds(pid), "ticks": ticks_seconds(pid), "voluntary": voluntary,
             "involuntary": involuntary, "threads": threads}
 
 
@@ -92,6 +132,7 @@ def rates(before, after):
     return {
         "seconds": seconds,
         "cpu_percent": 100 * (after["cpu"] - before["cpu"]) / seconds,
+        "cpu_percent_ticks": 100 * (after["ticks"] - before["ticks"]) / seconds,
         "wakeups_per_s": (after["voluntary"] - before["voluntary"]) / seconds,
         "involuntary_per_s": (after["involuntary"] - before["involuntary"]) / seconds,
         "threads": after["threads"],
@@ -265,12 +306,15 @@ def read_truth(directory):
 
 
 def latencies(messages, truth_dir, window):
-    """Receive time minus notification due time for every BVP message received inside `window`."""
+    """Receive time minus notification due time for every BVP message received inside `window`: for the
+    notification carrying the message's last sample, and for the one carrying its first (they differ when
+    batch_ms > 0: the first waited longest)."""
     by_serial = {}
     for received, serial_number, payload in messages:
         body = json.loads(payload)
         by_serial.setdefault(serial_number, []).append((received, body))
     result = []
+    oldest = []
     unaligned = []
     for serial_number, items in by_serial.items():
         sid = items[0][1]["sid"]
@@ -300,8 +344,11 @@ def latencies(messages, truth_dir, window):
                 unaligned.append(serial_number)
                 break
             if window[0] <= received <= window[1]:
+                # The batch's first notification: the packet holding its first sample ends 10 samples later.
+                first_packet_end = min(last, index - len(body["v"]) + 10)
                 result.append(received - (truth[last][0] + 1 / 64))
-    return result, unaligned
+                oldest.append(received - (truth[first_packet_end][0] + 1 / 64))
+    return result, oldest, unaligned
 
 
 def run_one(args, devices, batch_ms):
@@ -328,6 +375,8 @@ def run_one(args, devices, batch_ms):
         wall_end = time.time()
         rss = status_field(pid, "VmRSS")
         hwm = status_field(pid, "VmHWM")
+        pss, anonymous = rollup(pid)
+        by_file = rss_by_file(pid)
         sim_cpu = cpu_seconds(stack.sim.pid)
         measured = rates(before, after)
         with subscriber.lock:
@@ -336,15 +385,17 @@ def run_one(args, devices, batch_ms):
         if subscriber is not None:
             subscriber.stop()
         stack.stop()
-    delays, unaligned = latencies(messages, stack.truth, (wall_start, wall_end))
+    delays, oldest, unaligned = latencies(messages, stack.truth, (wall_start, wall_end))
     return {
         "devices": devices, "batch_ms": batch_ms, "connect_seconds": round(connected, 1),
         **measured,
         "cpu_percent_per_wristband": measured["cpu_percent"] / devices,
-        "rss_kib": rss, "hwm_kib": hwm,
+        "rss_kib": rss, "hwm_kib": hwm, "pss_kib": pss, "anonymous_kib": anonymous, "rss_kib_by_file": by_file,
         "latency_ms_p50": 1000 * percentile(delays, 50), "latency_ms_p99": 1000 * percentile(delays, 99),
         "latency_ms_max": 1000 * max(delays) if delays else float("nan"),
         "latency_samples": len(delays), "unaligned_serials": unaligned,
+        "first_latency_ms_p50": 1000 * percentile(oldest, 50),
+        "first_latency_ms_p99": 1000 * percentile(oldest, 99),
         "sim_cpu_seconds_total": sim_cpu,
         "load_before": load_before, "load_after": loadavg(),
     }
@@ -362,8 +413,9 @@ def run_idle(args):
         before = snapshot(pid)
         time.sleep(args.idle_seconds)
         after = snapshot(pid)
+        pss, anonymous = rollup(pid)
         result = {"devices": 0, **rates(before, after), "rss_kib": status_field(pid, "VmRSS"),
-                  "load": loadavg()}
+                  "pss_kib": pss, "anonymous_kib": anonymous, "load": loadavg()}
     finally:
         stack.stop()
     return result
@@ -412,16 +464,19 @@ def main():
                   f"load {run['load_before']:.1f}", flush=True)
 
     print()
-    print("| batch_ms | wristbands | CPU % of one core | CPU % per wristband | RSS MiB (peak) | wake-ups/s "
-          "| latency p50 / p99 / max ms (n) | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| batch_ms | wristbands | CPU % of one core | CPU % per wristband | RSS MiB (peak) | anon MiB "
+          "| wake-ups/s | latency p50 / p99 / max ms (n) | first notification p50 / p99 ms | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for run in results["runs"]:
         print(f"| {run['batch_ms']} | {run['devices']} | {run['cpu_percent']:.2f} | "
               f"{run['cpu_percent_per_wristband']:.3f} | {run['rss_kib'] / 1024:.1f} ({run['hwm_kib'] / 1024:.1f}) "
-              f"| {run['wakeups_per_s']:.0f} | {run['latency_ms_p50']:.1f} / {run['latency_ms_p99']:.1f} / "
-              f"{run['latency_ms_max']:.1f} ({run['latency_samples']}) | {run['load_before']:.1f} |")
+              f"| {run['anonymous_kib'] / 1024:.1f} | {run['wakeups_per_s']:.0f} | {run['latency_ms_p50']:.1f} / "
+              f"{run['latency_ms_p99']:.1f} / "
+              f"{run['latency_ms_max']:.1f} ({run['latency_samples']}) | {run['first_latency_ms_p50']:.1f} / "
+              f"{run['first_latency_ms_p99']:.1f} | {run['load_before']:.1f} |")
     print(f"| idle | 0 | {idle['cpu_percent']:.3f} | – | {idle['rss_kib'] / 1024:.1f} | "
-          f"{idle['wakeups_per_s']:.2f} | – | {idle['load']:.1f} |")
+          f"{idle['anonymous_kib'] / 1024:.1f} | "
+          f"{idle['wakeups_per_s']:.2f} | – | – | {idle['load']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
