@@ -15,7 +15,8 @@ APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-
 # What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
 DEB_PACKAGES := dpkg-dev binutils chrpath lintian python3-seccomp
 
-.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-ibi docs clean alloc-check
+.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-daemon bench-ibi docs clean \
+        alloc-check
 
 all: build
 
@@ -56,10 +57,21 @@ test-integration:
 demo: deps build
 	@bash scripts/demo.sh $(BIN)
 
-## bench: benchmarks, release build.
+## bench: in-process benchmarks (release build), then the daemon-level runs (bench-daemon).
+# Products are built one by one: a plain `swift build -c release` also builds Tests/Support, which imports
+# Testing (not available outside test builds). --static-swift-stdlib everywhere: what a Pi runs, and one set of
+# build flags so the two targets never rebuild each other.
 bench: apt-deps
-	$(SWIFT) build -c release
-	.build/release/empalink-bench
+	$(SWIFT) build -c release --static-swift-stdlib --product empalink-bench
+	.build/release/empalink-bench --json .build/bench.json
+	$(MAKE) bench-daemon
+
+## bench-daemon: the release daemon against empalink-sim and mosquitto, 1/5/10/20 wristbands (about 6 minutes).
+bench-daemon: deps
+	for product in empalinkd empalink-sim empalinkctl; do \
+	  $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; \
+	done
+	$(PY) bench/daemon/run.py --bin .build/release --json .build/bench-daemon.json
 
 ## docs: regenerate Docs/configuration.md from the validator's key table.
 docs: build

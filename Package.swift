@@ -74,13 +74,15 @@ let package = Package(
         .executableTarget(name: "empalink-example", dependencies: ["EmpaLink", "DBus", "EventLoop"],
                           swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
-        .executableTarget(name: "empalink-bench", dependencies: ["EventLoop", "Posix", "Spool"], swiftSettings: strict),
         // Allocation counting (SPEC §8, §14): malloc & co. overridden by `CAllocationCounter`, which must never be
         // linked into the test bundle (it would replace every suite's allocator), hence its own executable.
         .target(name: "CAllocationCounter"),
         .executableTarget(name: "empalink-alloc-check",
                           dependencies: ["CAllocationCounter", "E4", "EmpaLink", "BlueZ", "EventLoop", "Posix", "MQTT",
                                          "Logging"],
+                          swiftSettings: strict),
+        .executableTarget(name: "empalink-bench",
+                          dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],
                           swiftSettings: strict),
 
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),

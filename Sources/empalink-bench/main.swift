@@ -25,9 +25,12 @@ do throws(Errno) {
     exitProcess(1)
 }
 rows.append(contentsOf: SpoolBenchmark.run())
+let measured = MicroBenchmarks.run()
+rows.append(contentsOf: measured.map { ($0.name, $0.result) })
 let width = rows.map(\.0.count).max() ?? 0
 Console.out("| " + "benchmark".padded(to: width) + " | result |")
 Console.out("| " + String(repeating: "-", count: width) + " | --- |")
 for (name, value) in rows {
     Console.out("| " + name.padded(to: width) + " | " + value + " |")
 }
+BenchReport.writeJSON(measured, rows: rows, arguments: CommandLine.arguments)
