@@ -8,8 +8,8 @@ extension AgentRuntime {
     func mqttEvent(_ event: MQTTConnectionEvent) {
         switch event {
         case .connected:
+            // The MQTT client logs connection changes itself (COMPONENT=mqtt).
             self.outbox.brokerConnected()
-            self.logger.info("connected to the MQTT broker \(self.configuration.mqtt.host):\(self.configuration.mqtt.port)")
             self.publishStatus(online: true)
             self.lastDevicesSummary = ""
             self.publishDevices()
@@ -23,11 +23,8 @@ extension AgentRuntime {
                     self.logger.error("cannot subscribe to commands: \(error.message)")
                 }
             }
-        case .disconnected(let error, let retryIn):
+        case .disconnected:
             self.outbox.brokerDisconnected()
-            let reason = error?.message ?? "disconnected"
-            let retry = retryIn.map { ", retrying in \($0)" } ?? ""
-            self.logger.warn("MQTT: \(reason)\(retry)")
         }
         self.updateSystemdStatus()
     }

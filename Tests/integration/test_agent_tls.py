@@ -87,5 +87,5 @@ def test_a_broker_signed_by_another_ca_is_refused_with_a_clear_error(pki, tls_br
     finally:
         stop(agent)
     line = next(l for l in log.read_text().splitlines() if "certificate verify failed" in l)
-    assert line.startswith("warn: MQTT") and len(line) < 200
+    assert line.startswith("warn: MQTT 127.0.0.1:") and len(line) < 200
     assert retained_status(pki, tls_broker) == ""
