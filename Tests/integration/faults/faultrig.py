@@ -153,10 +153,10 @@ class Broker:
     subscriber's reconnect would be lost to the test, not to the agent.
     """
 
-    def __init__(self, processes: Processes, work: pathlib.Path):
+    def __init__(self, processes: Processes, work: pathlib.Path, port: int = None):
         self.processes = processes
         self.work = work
-        self.port = free_port()
+        self.port = port or free_port()
         self.process = None
         self.starts = 0
         (work / "mosquitto").mkdir(exist_ok=True)
@@ -165,7 +165,9 @@ class Broker:
             f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
             f"persistence true\npersistence_location {work / 'mosquitto'}/\nautosave_interval 0\n"
             "max_queued_messages 0\nmax_queued_bytes 0\nmax_inflight_messages 100\n"
-            "log_dest stderr\nlog_type error\nlog_type warning\n")
+            # As root, mosquitto drops to its own user, which may not write the private work directory.
+            + ("user root\n" if os.geteuid() == 0 else "")
+            + "log_dest stderr\nlog_type error\nlog_type warning\n")
 
     def start(self):
         assert self.process is None or self.process.poll() is not None
@@ -179,6 +181,9 @@ class Broker:
         code = Processes.stop(self.process)
         self.processes.running.remove(self.process)
         wait_until(lambda: not port_open(self.port), 10, "mosquitto's port to close")
+        # Without its saved sessions the subscriber would miss what arrives before it resubscribes.
+        assert (self.work / "mosquitto" / "mosquitto.db").exists(), \
+            f"mosquitto saved no persistence file: {(self.work / 'mosquitto.log').read_text()}"
         return code
 
 

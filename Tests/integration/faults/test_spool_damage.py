@@ -125,6 +125,15 @@ def test_agent_survives_and_delivers_every_intact_record_of_200_damaged_spools()
                       if message in by_message}
             lost = set(by_message) - intact
             context = f"case {number} ({kind}: {description})"
+            # The scan itself is checked where the answer is known: a flipped byte costs at most its frame, a
+            # cursor costs no record, a deleted segment costs exactly its records.
+            if kind == "flip":
+                assert len(lost) <= description.count("@"), f"{context}: {len(lost)} lost to the flips"
+            elif kind == "cursor":
+                assert not lost, f"{context}: {len(lost)} records lost to a cursor"
+            elif kind == "delete":
+                name = description.split()[-1]
+                assert len(lost) == sum(1 for r in records.values() if r[0] == name), context
 
             seen_before = subscriber.count()
             began = time.monotonic()
