@@ -93,9 +93,9 @@ def test_broker_outage_loses_nothing_keeps_order_and_bounds_replay():
             spool = status["metrics"]["spool"]
             samples.append((time.monotonic(), spool["replayed"], spool["records"]))
             if tags_pressed is None and time.monotonic() - reconnected > 1 and spool["records"] > REPLAY_RATE:
+                tags_pressed = (time.monotonic(), time.time())
                 for index in (1, 2, 3):
                     press_tag(bus.address, serial(index))
-                tags_pressed = (time.monotonic(), time.time())
             if spool["records"] == 0 and time.monotonic() - reconnected > 5:
                 break
             assert time.monotonic() < deadline, f"replay did not finish: {spool}"

@@ -82,13 +82,13 @@ def test_enospc_is_survived_counted_and_writing_resumes(on_full):
         broker.start()
         subscriber = Subscriber(broker)
         agent.wait_online(timeout=90)
-        agent.wait_status(lambda s: s["metrics"]["spool"]["records"] < 50, 120, "the spool to drain")
+        agent.wait_status(lambda s: s["metrics"]["spool"]["records"] == 0, 120, "the spool to drain")
         final = agent.status()["metrics"]["spool"]
         assert agent.stop() == 0
         agent.assert_no_trap()
         subscriber.fence(broker.port)
         arrived = sum(1 for _ in data_messages(subscriber.snapshot()))
-        assert arrived >= later["records"] - 50, f"only {arrived} of {later['records']} spooled messages arrived"
+        assert arrived >= later["records"], f"only {arrived} of {later['records']} spooled messages arrived"
         print(f"\ndisk full ({on_full}): ENOSPC after {full['uptime']:.0f} s of uptime; {errors_while_full} write "
               f"errors, {spool['dropped']} records dropped while full ('{spool['last_write_error']}'); writing "
               f"resumed {resumed_after:.1f} s after the space returned; {arrived} messages delivered once the "
