@@ -12,10 +12,8 @@ import os
 import subprocess
 import time
 
-import pytest
-
 from faultrig import (Agent, Broker, Bus, Processes, Simulator, Subscriber, data_messages, dedup, make_work,
-                      remove_work, serial, wait_until)
+                      remove_work, serial)
 
 OUTAGE_S = float(os.environ.get("FAULTS_OUTAGE_S", "120"))
 REPLAY_RATE = 200
