@@ -15,8 +15,8 @@ APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-
 # What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
 DEB_PACKAGES := dpkg-dev binutils chrpath lintian python3-seccomp
 
-.PHONY: all deps apt-deps build test test-swift test-integration demo bench bench-daemon bench-ibi docs clean \
-        alloc-check
+.PHONY: all deps apt-deps build test test-swift test-integration faults demo bench bench-daemon bench-ibi docs \
+        clean alloc-check
 
 all: build
 
@@ -45,13 +45,17 @@ build: apt-deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 ## test: every unit test (swift test) and every integration test (pytest, real processes).
-test: deps build test-swift test-integration
+test: deps build test-swift test-integration faults
 
 test-swift:
 	$(SWIFT) test $(SWIFT_FLAGS)
 
 test-integration:
-	EMPALINK_BIN=$(BIN) $(PY) -m pytest -q Tests/integration
+	EMPALINK_BIN=$(BIN) $(PY) -m pytest -q Tests/integration --ignore=Tests/integration/faults
+
+## faults: the fault tests of issue 7 (broker outage, kill -9, damaged spool, full disk), real processes.
+faults: deps build
+	EMPALINK_BIN=$(BIN) $(PY) -m pytest -q Tests/integration/faults
 
 ## demo: what exists today, on the shipped demo configuration.
 demo: deps build

@@ -2,6 +2,7 @@ import Config
 import EmpaLink
 import EventLoop
 import MQTT
+import Spool
 
 /// The agent-level topics: status (with the Last Will), devices, metrics; batching cadence.
 extension AgentRuntime {
@@ -115,6 +116,9 @@ extension AgentRuntime {
             ("spooled", String(self.outbox.spooled)),
             ("replayed", String(self.outbox.replayed)),
             ("dropped", String(metrics.dropped)),
+            ("dropped_by_reason", Self.object(SpoolDropReason.allCases.map { reason in
+                (reason.description, String(metrics.dropped(reason)))
+            })),
             ("oldest_t", metrics.oldestTimestamp.map { Self.number(Double($0) / 1e6, decimals: 3) } ?? "null"),
             ("recovery_lost_bytes", String(metrics.recoveryLostBytes)),
             ("write_errors", String(metrics.noSpaceErrors &+ metrics.ioErrors &+ metrics.otherWriteErrors)),
