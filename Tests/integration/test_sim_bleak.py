@@ -18,20 +18,8 @@ import time
 import pytest
 
 from conftest import bin_dir
+from simrig import BUS_CONFIG, stop
 
-BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"""
 
 ADDRESS = "00:07:80:A0:01:01"
 SERIAL = "a00101"
@@ -41,15 +29,6 @@ def uuid16(short):
     return f"0000{short:04x}-0000-1000-8000-00805f9b34fb"
 
 
-def stop(process):
-    """Ends a process we started, by PID: SIGTERM, then SIGKILL after 5 s."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture
