@@ -57,6 +57,12 @@ def test_enospc_is_survived_counted_and_writing_resumes(on_full):
         assert status["metrics"]["spool"]["last_write_error"], spool
         assert "space" in spool["last_write_error"].lower() or "ENOSPC" in spool["last_write_error"], spool
         assert spool["dropped"] > 0, f"ENOSPC drops are not counted: {spool}"
+        reasons = spool["dropped_by_reason"]
+        assert sum(reasons.values()) == spool["dropped"], spool
+        if on_full == "drop_oldest":
+            assert reasons["full_oldest"] > 0, f"drop_oldest evicted nothing: {reasons}"
+        else:
+            assert reasons["full_oldest"] == 0 and reasons["no_space"] + reasons["full_newest"] > 0, reasons
         assert all(d["status"] == "connected" for d in status["devices"].values()), status["devices"]
         errors_while_full = spool["write_errors"]
 
@@ -89,7 +95,7 @@ def test_enospc_is_survived_counted_and_writing_resumes(on_full):
         subscriber.fence(broker.port)
         arrived = sum(1 for _ in data_messages(subscriber.snapshot()))
         assert arrived >= later["records"], f"only {arrived} of {later['records']} spooled messages arrived"
-        print(f"\ndisk full ({on_full}): ENOSPC after {full['uptime']:.0f} s of uptime; {errors_while_full} write "
+        print(f"\ndisk full ({on_full}): ENOSPC after {full['uptime_s']:.0f} s of uptime; {errors_while_full} write "
               f"errors, {spool['dropped']} records dropped while full ('{spool['last_write_error']}'); writing "
               f"resumed {resumed_after:.1f} s after the space returned; {arrived} messages delivered once the "
               f"broker returned (spool then {final['records']} records)")
