@@ -17,20 +17,8 @@ import time
 import paho.mqtt.client as mqtt
 
 from conftest import bin_dir
+from simrig import BUS_CONFIG
 
-BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"""
 
 # Quick links and a fine streaming tick: the agent's t0 (arrival minus duration) then lands within a few ms of the
 # simulator's truth, and wristbands connect in well under a second.
