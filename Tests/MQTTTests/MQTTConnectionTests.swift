@@ -242,6 +242,7 @@ import Testing
         var goodOptions = try MQTTClient.Options(configuration.mqtt, agentID: configuration.agent.id)
         #expect(goodOptions.password == "s3cret pass")
         #expect(goodOptions.will?.topic == "empalink/a1/status")
+        #expect(goodOptions.reconnectMaximum == .seconds(60), "mqtt.reconnect_max_s defaults to 60 s")
         goodOptions.reconnectInitial = .milliseconds(100)
         var badOptions = goodOptions
         badOptions.clientID = "intruder"
@@ -380,5 +381,19 @@ import Testing
             (error as? MQTTError)?.message
                 == "TLS: mqtt.tls.ca_file /nonexistent/ca.crt: cannot read: No such file or directory"
         }
+    }
+
+    @Test func reconnectMaximumComesFromTheConfiguration() throws {
+        let toml = """
+            [agent]
+            id = "a1"
+            [mqtt]
+            reconnect_max_s = 7
+            """
+        let document = try TOMLParser.parse(Array(toml.utf8))
+        let configuration = try ConfigValidator.validate(
+            document, environment: ConfigEnvironment(hostname: "pi", configDirectory: "/tmp"))
+        let options = try MQTTClient.Options(configuration.mqtt, agentID: configuration.agent.id)
+        #expect(options.reconnectMaximum == .seconds(7))
     }
 }
