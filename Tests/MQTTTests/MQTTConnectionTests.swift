@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import MQTT
 import Testing
+import TestSupport
 
 /// Connection life: will, clean disconnect, reconnect with backoff, credentials, TLS.
 @Suite struct MQTTConnectionTests {
@@ -218,7 +219,7 @@ import Testing
     @Test func passwordFromFileIsAcceptedAndAWrongOneIsRefusedClearly() throws {
         let directory = try makeTemporaryDirectory("passwd")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try runProcess(["/usr/bin/mosquitto_passwd", "-b", "-c", directory + "/passwd", "edge", "s3cret pass"])
+        try runToCompletion(["/usr/bin/mosquitto_passwd", "-b", "-c", directory + "/passwd", "edge", "s3cret pass"])
         try "s3cret pass\n".write(toFile: directory + "/good", atomically: true, encoding: .utf8)
         try "wrong\n".write(toFile: directory + "/bad", atomically: true, encoding: .utf8)
         let broker = try TestBroker(settings: ["password_file \(directory)/passwd"], anonymous: false)
