@@ -159,7 +159,7 @@ public final class PeripheralSimulator {
         self.logger.info("peripheral on \(self.adapterName): waiting for bluetoothd and the adapter")
     }
 
-    /// Stops streaming, unregisters (best effort), closes every fd and the connection, and flushes the truth.
+    /// Stops streaming, closes every fd and the connection, and flushes the truth.
     public func stop() {
         guard !self.stopped else { return }
         self.stopped = true
@@ -168,15 +168,8 @@ public final class PeripheralSimulator {
         self.deadline = nil
         self.tickTimer = nil
         if let connection = self.connection {
-            if self.registration == .registered {
-                // Fire and forget: bluetoothd also drops both when our connection closes.
-                if let message = try? DBusMessage.methodCall(
-                    destination: PeripheralSimulator.bluezName, path: self.adapterPath,
-                    interface: PeripheralSimulator.advertisingManagerInterface, member: "UnregisterAdvertisement",
-                    arguments: [.objectPath(PeripheralSimulator.advertisementPath)]) {
-                    connection.send(message)
-                }
-            }
+            // No Unregister calls: bluetoothd drops the application and the advertisement of a client that leaves
+            // the bus (gatt-database.c and advertising.c watch the owner), which closing the connection does.
             for characteristic in self.characteristics { self.releaseNotifyFD(characteristic, emit: false) }
             connection.onDisconnect = nil
             connection.close()
@@ -185,12 +178,21 @@ public final class PeripheralSimulator {
         for truth in self.truths.values { truth.flush() }
     }
 
-    /// Reports a failure once and stops.
+    /// Reports a failure once and stops, on a later loop pass: failures arrive inside libdbus's dispatch (a reply,
+    /// a disconnect), where closing the connection would dispatch again and deadlock.
     func fail(_ message: String) {
         guard !self.failed, !self.stopped else { return }
         self.failed = true
-        self.stop()
-        self.onFailure?(SimulatorError(message))
+        let stopAndReport = { [weak self] in
+            guard let self else { return }
+            self.stop()
+            self.onFailure?(SimulatorError(message))
+        }
+        do {
+            _ = try self.loop.scheduleTimer(after: .zero, handler: stopAndReport)
+        } catch {
+            stopAndReport()
+        }
     }
 
     /// (Re)starts the countdown to failure while bluetoothd, the adapter or its power is missing.
