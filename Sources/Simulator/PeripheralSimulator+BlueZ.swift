@@ -103,6 +103,7 @@ extension PeripheralSimulator {
             return self.fail("adapter \(self.adapterName) reports no valid Address")
         }
         guard self.ensureDevice(address) else { return }
+        self.claimAlias(current: properties["Alias"]?.string)
         if properties["Powered"]?.bool == true {
             self.register()
         } else {
@@ -144,6 +145,24 @@ extension PeripheralSimulator {
         }
         self.device = device
         return true
+    }
+
+    /// Names the adapter "Empatica E4" (`Adapter1.Alias`). A central's bluetoothd reads the GAP Device Name
+    /// characteristic after connecting and replaces the device's `Name` with it; bluetoothd serves the adapter's
+    /// alias there, so without this the wristband would be renamed to the host's name once connected. The alias is
+    /// bluetoothd's stored setting for this adapter and outlives us; the log says what it was.
+    func claimAlias(current: String?) {
+        let name = E4Profile.e4Name
+        guard current != name else { return }
+        self.logger.info("setting the alias of \(self.adapterName) to \"\(name)\" (was \"\(current ?? "")\"), the GAP "
+                         + "Device Name a central reads")
+        self.callBlueZ(self.adapterPath, PeripheralSimulator.propertiesInterface, "Set",
+                       [.string(PeripheralSimulator.adapterInterface), .string("Alias"),
+                        .variant(.string(name))]) { [weak self] result in
+            guard let self, case .failure(let error) = result else { return }
+            self.logger.warn("cannot set the alias of \(self.adapterName): \(error); a connected central will see "
+                             + "the adapter's own name as the GAP Device Name")
+        }
     }
 
     func powerOn() {
@@ -195,8 +214,8 @@ extension PeripheralSimulator {
             }
             self.registration = .registered
             self.advertisementRegistered = true
-            self.logger.info("advertising as \"\(device.name)\" on \(self.adapterName) (address \(device.addressString), "
-                             + "serial \(device.serial))")
+            self.logger.info("advertising as \"\(device.name)\" on \(self.adapterName) "
+                             + "(address \(device.addressString), serial \(device.serial))")
         }
     }
 

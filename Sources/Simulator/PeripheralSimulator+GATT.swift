@@ -66,11 +66,15 @@ extension PeripheralSimulator {
 
     func setCharacteristic(_ characteristic: SimulatedCharacteristic, _ name: String, _ value: DBusValue,
                            emit: Bool = true) {
-        self.connection?.objects.setProperty(characteristic.path, interface: PeripheralSimulator.characteristicInterface,
-                                             name: name, value: value, emit: emit)
+        self.connection?.objects.setProperty(characteristic.path,
+                                             interface: PeripheralSimulator.characteristicInterface, name: name,
+                                             value: value, emit: emit)
     }
 
-    static var invalidOffset: DBusError { DBusError(name: BlueZError.prefix + "InvalidOffset", message: "Invalid offset") }
+    /// `btd_error_invalid_offset`, which bluetoothd maps to the ATT error Invalid Offset.
+    static var invalidOffset: DBusError {
+        DBusError(name: BlueZError.prefix + "InvalidOffset", message: "Invalid offset")
+    }
 
     /// The `offset` option bluetoothd adds for long reads and prepared writes (absent means 0).
     static func offset(_ options: [String: DBusValue]) -> Int {
@@ -149,7 +153,8 @@ extension PeripheralSimulator {
         // D-Bus sent a duplicate; bluetoothd owns that one.
         theirs.close()
         self.setCharacteristic(characteristic, "NotifyAcquired", .boolean(true))
-        self.logger.debug("notifications of \(SimulatedCharacteristic.hex4(characteristic.uuid16)) acquired (MTU \(mtu))")
+        self.logger.debug(
+            "notifications of \(SimulatedCharacteristic.hex4(characteristic.uuid16)) acquired (MTU \(mtu))")
     }
 
     /// Our end of an acquired socket became readable or hung up: bluetoothd closed its end (the central disabled

@@ -94,7 +94,7 @@ public final class PeripheralSimulator {
     ///   - loop: the loop everything runs on.
     ///   - logger: where events go.
     public init(busAddress: String, adapter: String, seed: UInt64, scenario: Scenario, truthDirectory: String?,
-                adapterTimeout: Duration = .seconds(30), callTimeout: Duration = .seconds(10), loop: EventLoop,
+                adapterTimeout: Duration = .seconds(30), callTimeout: Duration = .seconds(25), loop: EventLoop,
                 logger: Logger) {
         self.busAddress = busAddress
         self.adapterName = adapter

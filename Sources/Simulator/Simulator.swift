@@ -81,7 +81,8 @@ public final class Simulator {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         self.startWall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-        for (offset, parameters) in Simulator.physiology(devices: devices, seed: seed, scenario: scenario).enumerated() {
+        let physiology = Simulator.physiology(devices: devices, seed: seed, scenario: scenario)
+        for (offset, parameters) in physiology.enumerated() {
             self.devices.append(SimulatedDevice(index: offset + 1, seed: seed, physiology: parameters))
         }
     }

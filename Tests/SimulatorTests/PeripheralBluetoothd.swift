@@ -64,6 +64,7 @@ final class PeripheralBluetoothd {
                 ("Address", DBusProperty(.string(self.address))),
                 ("AddressType", DBusProperty(.string("public"))),
                 ("Name", DBusProperty(.string("test"))),
+                ("Alias", DBusProperty(.string("test")) { _ in nil }),
                 ("Powered", DBusProperty(.boolean(self.powered)) { [weak self] value in
                     self?.powerRequests += 1
                     self?.powered = value.bool ?? false

@@ -58,7 +58,8 @@ import TestSupport
     @Test func aRefusedRegistrationExitsOneWithOneLine() throws {
         let h = try PeripheralHarness()
         defer { h.close() }
-        h.bluetoothd.applicationError = DBusError(name: "org.bluez.Error.Failed", message: "No valid service object found")
+        h.bluetoothd.applicationError = DBusError(name: "org.bluez.Error.Failed",
+                                                  message: "No valid service object found")
         try h.bluetoothd.start()
         let (code, lines) = try self.runBinary(h, ["--peripheral", "--adapter", "hci0"])
         #expect(code == 1)

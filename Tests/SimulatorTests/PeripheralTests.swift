@@ -25,6 +25,9 @@ import TestSupport
         let peripheral = try h.startPeripheral()
         #expect(h.wait { peripheral.registration == .registered }, "\(String(describing: h.failure))")
         #expect(h.bluetoothd.powerRequests == 1)
+        // The GAP Device Name a connected central reads is the adapter's alias.
+        #expect(h.bluetoothd.connection?.objects.property(h.bluetoothd.adapterPath, interface: "org.bluez.Adapter1",
+                                                          name: "Alias") == .string("Empatica E4"))
         #expect(h.bluetoothd.powered)
         #expect(h.bluetoothd.applicationPath == PeripheralSimulator.appRoot)
 
