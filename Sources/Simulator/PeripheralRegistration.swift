@@ -6,13 +6,14 @@ enum PeripheralRegistration: Hashable, Sendable {
     case waitingForAdapter
     /// The adapter is off; we asked for `Powered = true`.
     case powering
-    /// `RegisterApplication` / `RegisterAdvertisement` are under way.
+    /// Waiting for the adapter's managers, or `RegisterApplication` / `RegisterAdvertisement` are under way.
     case registering
     /// Serving and advertising.
     case registered
 
-    /// The one-line failure when this step does not complete in time.
-    func timeoutMessage(adapter: String, after timeout: Duration) -> String {
+    /// The one-line failure when this step does not complete in time; `missing` is a manager interface the
+    /// adapter does not offer yet.
+    func timeoutMessage(adapter: String, after timeout: Duration, missing: String?) -> String {
         let parts = timeout.components
         let seconds = Double(parts.seconds) + Double(parts.attoseconds) / 1e18
         let text = seconds == seconds.rounded() ? String(Int64(seconds)) : String(seconds)
@@ -25,6 +26,9 @@ enum PeripheralRegistration: Hashable, Sendable {
         case .powering:
             return "adapter \(adapter) did not power on \(limit); is it blocked (rfkill)?"
         case .registering:
+            if let missing {
+                return "adapter \(adapter) offered no \(missing) \(limit); does the controller support LE?"
+            }
             return "bluetoothd did not complete the registration on \(adapter) \(limit)"
         case .registered:
             return "the peripheral on \(adapter) stopped unexpectedly"

@@ -55,6 +55,12 @@ extension PeripheralSimulator {
 
     func blueZAppeared(_ owner: String) {
         self.generation += 1
+        if self.registration == .waitingForBlueZ {
+            self.forgetAdapter()
+        } else {
+            // A new owner without a gap: the old bluetoothd is gone all the same.
+            self.resetAfterLoss(reason: "bluetoothd restarted")
+        }
         self.registration = .waitingForAdapter
         self.armDeadline()
         self.logger.info("bluetoothd is on the bus as \(owner)")
@@ -71,19 +77,15 @@ extension PeripheralSimulator {
 
     /// The initial object tree: the adapter, and centrals already connected.
     func readObjects(_ tree: DBusValue?) {
-        var adapter: [String: DBusValue]?
         for (path, interfaces) in tree?.stringDictionary ?? [] {
             let byName = interfaces.stringKeyed ?? [:]
-            if path == self.adapterPath, let properties = byName[PeripheralSimulator.adapterInterface] {
-                adapter = properties.stringKeyed ?? [:]
+            if path == self.adapterPath {
+                self.interfacesAdded(byName)
             } else if self.isBelowAdapter(path), let properties = byName[PeripheralSimulator.deviceInterface] {
                 self.noteDevice(path, properties.stringKeyed ?? [:])
             }
         }
-        guard self.registration == .waitingForAdapter else { return }
-        if let adapter {
-            self.adapterAppeared(adapter)
-        } else {
+        if !self.adapterInterfaces.contains(PeripheralSimulator.adapterInterface) {
             self.logger.info("waiting for adapter \(self.adapterName)")
         }
     }
@@ -98,17 +100,19 @@ extension PeripheralSimulator {
         self.armDeadline()
     }
 
-    func adapterAppeared(_ properties: [String: DBusValue]) {
-        guard let text = properties["Address"]?.string, let address = DeviceAddress(text) else {
-            return self.fail("adapter \(self.adapterName) reports no valid Address")
+    /// Interfaces of the adapter object appeared (from the initial tree or `InterfacesAdded`).
+    func interfacesAdded(_ interfaces: [String: DBusValue]) {
+        let isNew = !self.adapterInterfaces.contains(PeripheralSimulator.adapterInterface)
+        self.adapterInterfaces.formUnion(interfaces.keys)
+        if isNew, let properties = interfaces[PeripheralSimulator.adapterInterface]?.stringKeyed {
+            guard let text = properties["Address"]?.string, let address = DeviceAddress(text) else {
+                return self.fail("adapter \(self.adapterName) reports no valid Address")
+            }
+            guard self.ensureDevice(address) else { return }
+            self.adapterPowered = properties["Powered"]?.bool ?? false
+            self.claimAlias(current: properties["Alias"]?.string)
         }
-        guard self.ensureDevice(address) else { return }
-        self.claimAlias(current: properties["Alias"]?.string)
-        if properties["Powered"]?.bool == true {
-            self.register()
-        } else {
-            self.powerOn()
-        }
+        self.proceed()
     }
 
     func adapterLeft() {
@@ -119,6 +123,17 @@ extension PeripheralSimulator {
         self.resetAfterLoss(reason: "the adapter went away")
         self.registration = .waitingForAdapter
         self.armDeadline()
+    }
+
+    /// Forgets what bluetoothd knew of the adapter and of our registrations (it forgets them too).
+    func forgetAdapter() {
+        self.adapterInterfaces = []
+        self.adapterPowered = false
+        self.powerRequested = false
+        self.applicationRequested = false
+        self.applicationRegistered = false
+        self.advertisementRequested = false
+        self.advertisementRegistered = false
     }
 
     /// Creates the wristband (its identity is the adapter's address) and its truth recorder, once.
@@ -165,8 +180,42 @@ extension PeripheralSimulator {
         }
     }
 
+    // MARK: Registration
+
+    /// Takes the next step towards serving, each once: power the adapter on, register the application when
+    /// `GattManager1` is there, then the advertisement when `LEAdvertisingManager1` is. Called whenever
+    /// something it waits for may have changed.
+    func proceed() {
+        guard !self.stopped, !self.failed, self.device != nil,
+              self.adapterInterfaces.contains(PeripheralSimulator.adapterInterface) else { return }
+        if !self.adapterPowered {
+            // Once serving, a power-off is the operator's (or a test's) choice: bluetoothd keeps both
+            // registrations and advertises again when the adapter is powered on.
+            guard self.registration != .registered else { return }
+            self.registration = .powering
+            if !self.powerRequested { self.powerOn() }
+            return
+        }
+        guard self.registration != .registered else { return }
+        self.registration = .registering
+        guard self.adapterInterfaces.contains(PeripheralSimulator.gattManagerInterface) else { return }
+        guard self.applicationRegistered else {
+            if !self.applicationRequested { self.registerApplication() }
+            return
+        }
+        guard self.adapterInterfaces.contains(PeripheralSimulator.advertisingManagerInterface) else { return }
+        guard self.advertisementRegistered, let device = self.device else {
+            if !self.advertisementRequested { self.registerAdvertisement() }
+            return
+        }
+        self.registration = .registered
+        self.disarmDeadline()
+        self.logger.info("advertising as \"\(device.name)\" on \(self.adapterName) "
+                         + "(address \(device.addressString), serial \(device.serial))")
+    }
+
     func powerOn() {
-        self.registration = .powering
+        self.powerRequested = true
         self.logger.info("adapter \(self.adapterName) is off; powering it on")
         self.callBlueZ(self.adapterPath, PeripheralSimulator.propertiesInterface, "Set",
                        [.string(PeripheralSimulator.adapterInterface), .string("Powered"),
@@ -177,30 +226,29 @@ extension PeripheralSimulator {
                 self.fail("cannot power on \(self.adapterName): \(error)")
             case .success:
                 // bluetoothd answers once the controller is up; PropertiesChanged may come before or after.
-                if self.registration == .powering { self.register() }
+                self.adapterPowered = true
+                self.proceed()
             }
         }
     }
 
-    // MARK: Registration
-
-    /// Registers the GATT application, then the advertisement.
-    func register() {
-        guard let device = self.device else { return }
-        self.registration = .registering
-        self.disarmDeadline()
+    func registerApplication() {
+        self.applicationRequested = true
         self.callBlueZ(self.adapterPath, PeripheralSimulator.gattManagerInterface, "RegisterApplication",
                        [.objectPath(PeripheralSimulator.appRoot), .properties([])]) { [weak self] result in
             guard let self else { return }
             if case .failure(let error) = result {
                 return self.fail(self.describe(error, calling: "RegisterApplication"))
             }
+            self.applicationRegistered = true
             self.logger.info("registered the E4 GATT application on \(self.adapterName)")
-            self.registerAdvertisement(device)
+            self.proceed()
         }
     }
 
-    func registerAdvertisement(_ device: SimulatedDevice) {
+    func registerAdvertisement() {
+        guard let device = self.device else { return }
+        self.advertisementRequested = true
         do {
             try self.exportAdvertisement(device)
         } catch {
@@ -212,10 +260,8 @@ extension PeripheralSimulator {
             if case .failure(let error) = result {
                 return self.fail(self.describe(error, calling: "RegisterAdvertisement"))
             }
-            self.registration = .registered
             self.advertisementRegistered = true
-            self.logger.info("advertising as \"\(device.name)\" on \(self.adapterName) "
-                             + "(address \(device.addressString), serial \(device.serial))")
+            self.proceed()
         }
     }
 
@@ -230,7 +276,7 @@ extension PeripheralSimulator {
             }
         }
         self.centrals.removeAll()
-        self.advertisementRegistered = false
+        self.forgetAdapter()
     }
 
     // MARK: Signals
@@ -244,8 +290,8 @@ extension PeripheralSimulator {
         switch message.member {
         case "InterfacesAdded"?:
             let interfaces = arguments[1].stringKeyed ?? [:]
-            if path == self.adapterPath, let properties = interfaces[PeripheralSimulator.adapterInterface] {
-                if self.registration == .waitingForAdapter { self.adapterAppeared(properties.stringKeyed ?? [:]) }
+            if path == self.adapterPath {
+                self.interfacesAdded(interfaces)
             } else if self.isBelowAdapter(path), let properties = interfaces[PeripheralSimulator.deviceInterface] {
                 self.noteDevice(path, properties.stringKeyed ?? [:])
             }
@@ -253,6 +299,8 @@ extension PeripheralSimulator {
             let names = (arguments[1].arrayElements ?? []).compactMap(\.string)
             if path == self.adapterPath, names.contains(PeripheralSimulator.adapterInterface) {
                 self.adapterLeft()
+            } else if path == self.adapterPath {
+                self.adapterInterfaces.subtract(names)
             } else if self.isBelowAdapter(path), names.contains(PeripheralSimulator.deviceInterface) {
                 self.centralDisconnected(path)
             }
@@ -266,11 +314,12 @@ extension PeripheralSimulator {
               let interface = arguments[0].string, let changed = arguments[1].stringKeyed else { return }
         if path == self.adapterPath, interface == PeripheralSimulator.adapterInterface,
            let powered = changed["Powered"]?.bool {
-            if powered, self.registration == .powering {
-                self.register()
-            } else if !powered, self.registration == .registered {
-                self.logger.warn("adapter \(self.adapterName) was powered off")
+            guard powered != self.adapterPowered else { return }
+            self.adapterPowered = powered
+            if self.registration == .registered {
+                self.logger.warn("adapter \(self.adapterName) was powered \(powered ? "on" : "off")")
             }
+            self.proceed()
         } else if self.isBelowAdapter(path), interface == PeripheralSimulator.deviceInterface,
                   let connected = changed["Connected"]?.bool {
             if connected {

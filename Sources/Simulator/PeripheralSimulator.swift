@@ -68,6 +68,15 @@ public final class PeripheralSimulator {
     var tickTimer: TimerHandle?
     var subscriptions: [UInt64] = []
     var ownerWatch: UInt64?
+    /// Interfaces bluetoothd announced on the adapter object: `GattManager1` comes with `Adapter1`,
+    /// `LEAdvertisingManager1` only once the kernel reported its advertising features.
+    var adapterInterfaces: Set<String> = []
+    var adapterPowered = false
+    // Each step is asked for once per appearance of the adapter.
+    var powerRequested = false
+    var applicationRequested = false
+    var applicationRegistered = false
+    var advertisementRequested = false
     var advertisementRegistered = false
 
     /// Connected centrals on our adapter: Device1 object path → address.
@@ -201,7 +210,10 @@ public final class PeripheralSimulator {
         self.deadline = try? self.loop.scheduleTimer(after: self.adapterTimeout) { [weak self] in
             guard let self else { return }
             self.deadline = nil
-            self.fail(self.registration.timeoutMessage(adapter: self.adapterName, after: self.adapterTimeout))
+            let missing = [PeripheralSimulator.gattManagerInterface, PeripheralSimulator.advertisingManagerInterface]
+                .first { !self.adapterInterfaces.contains($0) }
+            self.fail(self.registration.timeoutMessage(adapter: self.adapterName, after: self.adapterTimeout,
+                                                       missing: missing))
         }
     }
 

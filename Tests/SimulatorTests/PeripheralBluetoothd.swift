@@ -38,14 +38,14 @@ final class PeripheralBluetoothd {
     }
 
     /// Joins the bus as `org.bluez` (a bluetoothd start).
-    func start(exportAdapter: Bool = true) throws {
+    func start(exportAdapter: Bool = true, advertising: Bool = true) throws {
         let connection = try DBusConnection.connect(address: self.busAddress, loop: self.loop)
         guard try connection.requestName("org.bluez") else {
             throw DBusError(name: "test.NameTaken", message: "org.bluez is taken")
         }
         self.connection = connection
         try connection.objects.addObjectManager(at: "/")
-        if exportAdapter { try self.exportAdapter() }
+        if exportAdapter { try self.exportAdapter(advertising: advertising) }
     }
 
     /// Leaves the bus (a bluetoothd exit): its registrations are gone.
@@ -57,7 +57,9 @@ final class PeripheralBluetoothd {
         self.advertisement = [:]
     }
 
-    func exportAdapter() throws {
+    /// Exports the adapter; without `advertising`, `LEAdvertisingManager1` comes later
+    /// (``exportAdvertisingManager()``), as when bluetoothd still waits for the kernel's advertising features.
+    func exportAdapter(advertising: Bool = true) throws {
         guard let connection = self.connection else { return }
         try connection.objects.export(self.adapterPath, interfaces: [
             DBusInterface(name: "org.bluez.Adapter1", properties: [
@@ -77,6 +79,12 @@ final class PeripheralBluetoothd {
                 },
                 DBusMethod("UnregisterApplication", in: "o") { $0.reply() },
             ]),
+        ])
+        if advertising { try self.exportAdvertisingManager() }
+    }
+
+    func exportAdvertisingManager() throws {
+        try self.connection?.objects.export(self.adapterPath, interfaces: [
             DBusInterface(name: "org.bluez.LEAdvertisingManager1", properties: [
                 ("ActiveInstances", DBusProperty(.byte(0))),
                 ("SupportedInstances", DBusProperty(.byte(5))),

@@ -110,6 +110,52 @@ import TestSupport
         #expect(h.failure == nil)
     }
 
+    @Test func waitsForTheAdvertisingManagerBeforeAdvertising() throws {
+        let h = try PeripheralHarness()
+        defer { h.close() }
+        try h.bluetoothd.start(advertising: false)
+        let peripheral = try h.startPeripheral()
+        #expect(h.wait { h.bluetoothd.applicationRegistrations == 1 && !h.bluetoothd.applicationTree.isEmpty })
+        h.run(for: 0.1)
+        #expect(peripheral.registration == .registering)
+        #expect(h.bluetoothd.advertisementRegistrations == 0)
+        try h.bluetoothd.exportAdvertisingManager()
+        #expect(h.wait { peripheral.registration == .registered })
+        #expect(h.bluetoothd.applicationRegistrations == 1)
+        #expect(h.bluetoothd.advertisementRegistrations == 1)
+    }
+
+    @Test func anAdapterWithoutAdvertisingFailsAfterTheTimeout() throws {
+        let h = try PeripheralHarness()
+        defer { h.close() }
+        try h.bluetoothd.start(advertising: false)
+        _ = try h.startPeripheral(adapterTimeout: .milliseconds(300))
+        #expect(h.wait { h.failure != nil })
+        #expect(h.failure?.message.hasPrefix("adapter hci0 offered no org.bluez.LEAdvertisingManager1 within 0.3 s")
+            == true, "\(String(describing: h.failure))")
+    }
+
+    @Test func aPowerOffWhileServingEndsTheSessionAndKeepsTheRegistration() throws {
+        let h = try PeripheralHarness()
+        defer { h.close() }
+        let peripheral = try h.startRegistered()
+        try h.bluetoothd.connectCentral(PeripheralHarness.central)
+        let reader = try self.acquire(h, 0x3EA1)
+        defer { reader.close() }
+        #expect(h.errorName(h.writeStart()) == nil)
+        #expect(h.wait { reader.packets.count >= 2 })
+        // bluetoothd on power-off: Powered false, the link drops.
+        h.bluetoothd.connection?.objects.setProperty(h.bluetoothd.adapterPath, interface: "org.bluez.Adapter1",
+                                                     name: "Powered", value: .boolean(false))
+        h.bluetoothd.disconnectCentral(PeripheralHarness.central)
+        #expect(h.wait { peripheral.device?.session == nil })
+        h.run(for: 0.1)
+        #expect(peripheral.registration == .registered)
+        #expect(h.bluetoothd.powerRequests == 0)
+        #expect(h.bluetoothd.applicationRegistrations == 1)
+        #expect(h.failure == nil)
+    }
+
     @Test func anAdapterThatNeverAppearsFailsAfterTheTimeout() throws {
         let h = try PeripheralHarness()
         defer { h.close() }
