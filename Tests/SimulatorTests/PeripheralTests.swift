@@ -77,6 +77,11 @@ import TestSupport
         // The wristband's identity is the adapter's address.
         #expect(peripheral.device?.addressString == h.bluetoothd.address)
         #expect(FileManager.default.fileExists(atPath: h.truthDirectory + "/" + h.serial + "/sessions.csv"))
+
+        // bluetoothd calls Release when it drops the advertisement (adapter gone, or exiting).
+        #expect(h.errorName(h.call(PeripheralSimulator.advertisementPath, "org.bluez.LEAdvertisement1", "Release"))
+            == nil)
+        #expect(!peripheral.advertisementRegistered)
     }
 
     func entries(_ value: DBusValue) -> [(DBusValue, DBusValue)]? {
