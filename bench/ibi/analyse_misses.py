@@ -16,7 +16,8 @@ Empatica's), counting only the beats whose interval we emitted. For each uncover
 
 Then the motion-time budget in the scorer's own terms (its 4 s ACC index ≥ 0.05 g): the reference's rate, ours,
 and how many of ours the reference does not have; and what emitting the `unconfirmed` beats of runs that were
-later confirmed would do (coverage gained, emissions added in motion time, the delay it would take).
+confirmed too late (past the engine's latency budget) would do: coverage gained, emissions added in motion time, the
+delay it would take.
 """
 import argparse
 import collections
@@ -130,7 +131,8 @@ def main():
     print("\nuncovered reference rows by cause (still / motion time):")
     names = sorted({c for c, _ in cats}, key=lambda c: -(cats[(c, 'still')] + cats[(c, 'motion')]))
     for c in names:
-        print(f"  {cats[(c, 'still')] + cats[(c, 'motion')]:4d}  ({cats[(c, 'still')]:3d} / {cats[(c, 'motion')]:3d})  {c}")
+        still, moving = cats[(c, "still")], cats[(c, "motion")]
+        print(f"  {still + moving:4d}  ({still:3d} / {moving:3d})  {c}")
 
     # Reason of the detected beat at each covered/uncovered reference row, and of all beats in motion time.
     print("\nmotion time (scorer: 4 s ACC index >= 0.05 g): "
@@ -160,12 +162,13 @@ def main():
         print(f"  {r:14s} {n:5d}  {(bm & at_ref & (breason == r)).sum():4d}")
 
     # Position in run of unconfirmed beats and of emitted ones, at reference rows and elsewhere.
-    print("\nrun position of beats that passed every check in motion time (1..3 held back, 4+ emitted):")
+    print("\nrun position of beats that passed every check in motion time (while the wrist moves 1..3 are held for "
+          "confirmation, 4+ emitted):")
     for label, sel in (("at reference rows", bm & at_ref), ("not in reference", bm & ~at_ref)):
         c = collections.Counter(np.minimum(pos[sel & (pos > 0)], 6))
         print(f"  {label:18s} " + "  ".join(f"{k}{'+' if k == 6 else ''}:{c[k]}" for k in range(1, 7)))
 
-    # What-if: emit unconfirmed beats of runs that were later confirmed (retroactive emission).
+    # What-if: emit the withheld (`unconfirmed`) beats of runs that were confirmed later, past the latency budget.
     retro = (breason == "unconfirmed") & confirmed
     rt = np.sort(np.r_[et, bt[retro]])
     r2, d2 = ev.match(ref_t, rt, TOL)
@@ -176,7 +179,7 @@ def main():
             k += 1
         delay.append(bt[k] - bt[i])
     delay = np.array(delay)
-    print(f"\nwhat if the unconfirmed beats of confirmed runs were emitted once their run is confirmed: "
+    print(f"\nwhat if the withheld unconfirmed beats of confirmed runs were emitted whenever their run is confirmed: "
           f"{retro.sum()} more ({in_motion(bt[retro]).sum() / motion_min:.2f} /min more in motion), coverage "
           f"{(r2 >= 0).mean():.3f}, motion rate {in_motion(rt).sum() / motion_min:.2f} /min; delay from foot to "
           f"confirming foot median {np.median(delay) if len(delay) else 0:.2f} s, "
