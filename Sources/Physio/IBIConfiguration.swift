@@ -32,10 +32,24 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// cleanest ones are emitted (tolerances scaled by ``mildMotionStrictness``), because that is when a
     /// distorted pulse most often passes for a real one.
     public var mildMotionThreshold: Double = 0.1
-    /// In mild motion, an interval is emitted only when it completes a run of this many consecutive intervals that
-    /// passed every check; the first ones of a run are held back (``BeatSuppression/unconfirmed``).
+    /// While the wrist moves (``movementThreshold``), an interval is emitted only in a run of this many consecutive
+    /// intervals that passed every check: the first ones of a run are held until the run is confirmed, and withheld
+    /// (``BeatSuppression/unconfirmed``) if it is not confirmed within ``maximumLatency``.
     public var motionConfirmations = 4
-    /// Factor (≤ 1) applied to ``maximumRelativeChange`` and to the amplitude ratio band in mild motion.
+    /// ACC motion index (g) above which the wrist is moving, if slowly: intervals are emitted only in confirmed runs
+    /// (``motionConfirmations``) and pulse amplitudes must be in the band of recent ones. At rest the E4's index stays
+    /// near 0.01–0.02 g (one count is 0.016 g); a wrist that turns or drifts reaches a few hundredths, and its PPG
+    /// can then show pulse-like artefacts that pass every single-pulse check.
+    public var movementThreshold: Double = 0.06
+    /// An interval further than ``maximumRelativeChange`` from the median of recent intervals is still regular when
+    /// it is within ``maximumRelativeChange`` of the previous interval between clean pulses and within this
+    /// fraction of the median: a rhythm that slows or speeds up beat by beat.
+    public var maximumRhythmShift: Double = 0.4
+    /// Longest time (seconds) from a beat's foot to the emission of its interval (SPEC §9: ≤ 1 s). An interval held
+    /// for confirmation is emitted when its run is confirmed within this time, withheld otherwise.
+    public var maximumLatency: Double = 1.0
+    /// Factor (≤ 1) applied in mild motion to ``maximumRelativeChange``, ``maximumRhythmShift`` and to the distance
+    /// of ``minimumTemplateCorrelation`` from 1.
     public var mildMotionStrictness: Double = 0.75
     /// Length of the ACC window for the motion index, in seconds.
     public var motionWindow: Double = 1.0

@@ -10,11 +10,16 @@ extension IBIEngine {
     ///   - pulse: the pulse.
     ///   - complete: whether its shape window was sampled before the next upstroke; if not, its shape is unknown.
     ///   - strictness: 1 at rest, less in mild motion: the correlation must come that much closer to 1.
+    ///   - checkAmplitude: whether the amplitude must be in the band of recent pulses. Only while the wrist moves: at
+    ///     rest nothing but physiology (vasomotion, breathing, a change of contact pressure) swings the amplitude,
+    ///     and Empatica's own IBIs include pulses 4–10 × or ¼ × their neighbours'.
     /// - Returns: whether the pulse is clean, and its correlation with the template when there was one to compare.
-    mutating func assess(_ pulse: PendingPulse, complete: Bool, strictness: Double) -> (Bool, Double?) {
+    mutating func assess(_ pulse: PendingPulse, complete: Bool, strictness: Double, checkAmplitude: Bool)
+        -> (Bool, Double?)
+    {
         let configuration = self.configuration
         var amplitudeOK = pulse.amplitude > 0
-        if let typicalAmplitude = self.amplitudes.median(minimumCount: 3), typicalAmplitude > 0 {
+        if checkAmplitude, let typicalAmplitude = self.amplitudes.median(minimumCount: 3), typicalAmplitude > 0 {
             let ratio = pulse.amplitude / typicalAmplitude
             amplitudeOK = amplitudeOK && ratio >= configuration.minimumAmplitudeRatio
                 && ratio <= configuration.maximumAmplitudeRatio

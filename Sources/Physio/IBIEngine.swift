@@ -61,6 +61,9 @@ public struct IBIEngine: Sendable {
     var previousFootTime: Double?
     var previousPulseOK = false
     var previousClean: Double?
+    /// The latest interval between two clean pulses, emitted or not: a rhythm that changes beat by beat is followed
+    /// from it.
+    var previousPair: Double?
     /// Consecutive intervals that passed every check (emitted, or held back by
     /// ``IBIConfiguration/motionConfirmations``).
     var cleanRun = 0
@@ -69,6 +72,8 @@ public struct IBIEngine: Sendable {
     /// Foot time of a clean pulse that came too early to join the chain, until the next pulse is judged.
     var earlyPulse: Double?
     var template: PulseTemplate
+    /// Judged beats not yet handed out; intervals held for confirmation wait here.
+    var outbox: BeatOutbox
 
     // Clocks.
     var startTime: Double?
@@ -92,6 +97,7 @@ public struct IBIEngine: Sendable {
         self.amplitudes = RecentMedian(window: 8)
         self.rises = RecentMedian(window: 8)
         self.template = PulseTemplate()
+        self.outbox = BeatOutbox(capacity: 16)
         self.motion = MotionGate(configuration: configuration)
         self.heartRate = HeartRateTracker(window: configuration.heartRateWindow)
     }
@@ -108,6 +114,8 @@ public struct IBIEngine: Sendable {
         self.rises.removeAll()
         self.template.reset()
         self.previousClean = nil
+        self.previousPair = nil
+        self.outbox.removeAll()
         self.startTime = nil
         self.motion.reset()
         self.heartRate.reset()
@@ -166,8 +174,9 @@ public struct IBIEngine: Sendable {
         let slope = filtered - self.previousFiltered
         self.previousFiltered = filtered
         let index = self.raw.total - 1
-        output.beat = self.judgePendingIfComplete(index: index)
-        if let beat = self.detect(slope: slope, index: index) { output.beat = beat }
+        if let beat = self.judgePendingIfComplete(index: index) { self.enqueue(beat, now: time) }
+        if let beat = self.detect(slope: slope, index: index) { self.enqueue(beat, now: time) }
+        output.beat = self.dequeue(now: time)
         return output
     }
 
@@ -181,7 +190,9 @@ public struct IBIEngine: Sendable {
         self.previousFootTime = nil
         self.previousPulseOK = false
         self.cleanRun = 0
+        self.previousPair = nil
         self.pending = nil
         self.earlyPulse = nil
+        self.withholdHeld()
     }
 }
