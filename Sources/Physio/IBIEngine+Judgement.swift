@@ -18,10 +18,10 @@ extension IBIEngine {
         let strong = self.motion.lastMotion >= since
         let strictness = mild ? min(max(configuration.mildMotionStrictness, 0), 1) : 1
         let (pulseOK, correlation) = self.assess(pulse, complete: complete, strictness: strictness,
-                                                 checkAmplitude: moving)
+                                                 moving: moving)
         let settled = self.template.isSettled
 
-        var previous = self.previousFootTime
+        let previous = self.previousFootTime
         let typical = self.intervals.median(minimumCount: 3)
         let early = previous.map {
             footTime - $0 < configuration.minimumInterval || footTime - $0 < Self.earlyFraction * (typical ?? 0)
@@ -39,12 +39,10 @@ extension IBIEngine {
         {
             // The early pulse sat midway between two beats and looked like them: the rhythm is twice what the chain
             // believed. Measure from it, so the true interval reaches the rhythm's median.
-            previous = earlyPulse
             self.previousFootTime = earlyPulse
             self.previousPulseOK = true
         }
         self.earlyPulse = nil
-        let interval = previous.map { footTime - $0 }
         if !strong && complete {
             if pulseOK {
                 self.template.learnLatest()
@@ -53,7 +51,42 @@ extension IBIEngine {
             }
         }
         self.amplitudes.append(pulse.amplitude)
-        guard let previous, let interval else {
+        let context = MotionContext(moving: moving, mild: mild, strictness: strictness)
+        if let last = self.previousFootTime, pulseOK, complete, !strong, let typical,
+           let missed = self.findMissedBeat(after: last, before: pulse, typical: typical, context: context)
+        {
+            // The detector let a small beat pass between two clean ones (see ``findMissedBeat``). Link it into the
+            // chain so the next interval is measured from it; its own interval is judged like any other when it can
+            // still be emitted within the latency budget.
+            if self.lastTime - missed.time <= configuration.maximumLatency {
+                let beat = self.link(footTime: missed.time, pulseOK: true, correlation: missed.correlation,
+                                     context: context)
+                self.enqueue(beat, now: self.lastTime)
+            } else {
+                self.previousFootTime = missed.time
+                self.previousPulseOK = true
+                self.previousClean = nil
+                self.previousPair = nil
+            }
+        }
+        return self.link(footTime: footTime, pulseOK: pulseOK, correlation: correlation, context: context)
+    }
+
+    /// Adds a beat to the chain after ``previousFootTime`` and decides whether its interval is emitted.
+    ///
+    /// - Parameters:
+    ///   - footTime: the beat's foot.
+    ///   - pulseOK: whether its pulse is clean.
+    ///   - correlation: its correlation with the template, reported with the beat.
+    ///   - context: the motion around it.
+    /// - Returns: the beat with its interval, held for confirmation, or with the reason it was withheld.
+    mutating func link(footTime: Double, pulseOK: Bool, correlation: Double?, context: MotionContext) -> DetectedBeat {
+        let configuration = self.configuration
+        let settled = self.template.isSettled
+        let typical = self.intervals.median(minimumCount: 3)
+        let moving = context.moving
+        let strictness = context.strictness
+        guard let previous = self.previousFootTime else {
             self.previousClean = nil
             self.previousPair = nil
             self.previousFootTime = footTime
@@ -61,13 +94,15 @@ extension IBIEngine {
             return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat,
                                 templateCorrelation: correlation)
         }
+        let interval = footTime - previous
         let previousPulseOK = self.previousPulseOK
         self.previousFootTime = footTime
         self.previousPulseOK = pulseOK
         let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
         // The rhythm is learned only from pulses that look like pulses, so artefacts do not drag it around; while the
         // arm moves, only from intervals close to it, so a periodic artefact cannot pull it to its own period.
-        let steady = !mild || typical.map { abs(interval - $0) <= configuration.maximumRelativeChange * $0 } ?? false
+        let steady = !context.mild
+            || typical.map { abs(interval - $0) <= configuration.maximumRelativeChange * $0 } ?? false
         if plausible && steady && (pulseOK || !settled) && (previousPulseOK || !settled) {
             self.intervals.append(interval)
             self.typicalInterval = self.intervals.median(minimumCount: 3)

@@ -118,4 +118,63 @@ import Testing
         #expect(judged.count == 1)
         #expect(judged.allSatisfy { $0.beat.interval == nil && $0.beat.suppression == .pulseShape })
     }
+
+    @Test func checksTheFootOnlyWhileTheWristMoves() {
+        let beats = self.pulse.beats(intervals: [Double](repeating: 0.6, count: 90))
+        let target = 60
+        // A dip 0.1 s before pulse 60's foot moves its trough away from the upstroke. At rest that trough is the beat's
+        // fiducial (Empatica's too); while the wrist moves it is an artefact's mark and the pulse is withheld.
+        let dip = beats[target] - 0.1
+        let samples = self.pulse.samples(beats: beats, until: 50).map { sample in
+            (sample.value - 20 * SyntheticPulse.bump(sample.time - dip, centre: 0, width: 0.02), sample.time)
+        }
+        var still = IBIEngine()
+        let rest = EngineRun.run(&still, samples: samples)
+        #expect(rest.emitted.contains { abs($0.time - dip) <= 2.0 / 64 })
+        var moving = IBIEngine()
+        let motion = EngineRun.run(&moving, samples: samples, acc: self.slowMovement(from: self.pulse.start))
+        #expect(motion.emitted.contains { $0.time > beats[target - 5] && $0.time < beats[target - 1] })
+        let judged = motion.beats.filter { abs($0.beat.time - dip) <= 2.0 / 64 }
+        #expect(judged.count == 1)
+        #expect(judged.allSatisfy { $0.beat.interval == nil && $0.beat.suppression == .pulseShape })
+    }
+
+    @Test func asksForACloserShapeWhileTheWristMoves() {
+        let beats = self.pulse.beats(intervals: [Double](repeating: 0.6, count: 90))
+        let target = beats[60]
+        // A square wobble over pulse 60's upstroke leaves it clearly a pulse (correlation ≈ 0.75 with the template):
+        // clean enough at rest, not while the wrist moves, when only the shape tells a pulse from an artefact.
+        let samples = self.pulse.samples(beats: beats, until: 50).map { sample in
+            let tau = sample.time - target
+            guard tau >= -0.1 && tau < 0.25 else { return sample }
+            let phase = tau * 9
+            return (sample.value + 28 * (phase - phase.rounded(.down) < 0.5 ? 1.0 : -1.0), sample.time)
+        }
+        var still = IBIEngine()
+        let rest = EngineRun.run(&still, samples: samples)
+        let atRest = rest.beats.filter { abs($0.beat.time - target) <= 2.0 / 64 }
+        let configuration = still.configuration
+        #expect(atRest.count == 1)
+        #expect(atRest.allSatisfy { entry in
+            let correlation = entry.beat.templateCorrelation ?? 0
+            return entry.beat.interval != nil && correlation >= configuration.minimumTemplateCorrelation
+                && correlation < configuration.confirmingCorrelation
+        })
+        var moving = IBIEngine()
+        let motion = EngineRun.run(&moving, samples: samples, acc: self.slowMovement(from: self.pulse.start))
+        #expect(motion.emitted.contains { $0.time > beats[55] && $0.time < beats[59] })
+        let judged = motion.beats.filter { abs($0.beat.time - target) <= 2.0 / 64 }
+        #expect(judged.count == 1)
+        #expect(judged.allSatisfy { $0.beat.interval == nil && $0.beat.suppression == .pulseShape })
+    }
+
+    /// A quarter longer or shorter than the rhythm is still sinus rhythm (a breath, a vagal pause); a detector error
+    /// changes the interval by at least a third (an extra pulse at the dicrotic wave) or doubles it (a missed beat).
+    @Test(arguments: [
+        (0.75, true), (0.45, true), (0.4, false), (0.85, false), (1.2, false), (0.3, false),
+    ])
+    func toleratesAQuarterButNotADetectorError(interval: Double, expected: Bool) {
+        let tolerance = IBIConfiguration().maximumRelativeChange
+        #expect(IBIEngine.isRegular(interval, typical: 0.6, previous: 0.6, tolerance: tolerance) == expected)
+    }
 }

@@ -151,7 +151,8 @@ def main():
     feats["amplitude (BVP units)"] = amp
     feats["amplitude / 60 s median"] = amp_long
     feats["amplitude / recent median"] = amp_ratio
-    feats["|log2 amplitude ratio|"] = np.abs(np.log2(amp_ratio))
+    with np.errstate(divide="ignore"):
+        feats["|log2 amplitude ratio|"] = np.abs(np.log2(amp_ratio))
     feats["foot-upstroke dev (rel)"] = np.abs(rise_dev)
     feats["upstroke slope / recent"] = slope_ratio
     feats["ACC 1 s index now (g)"] = acc_now
@@ -165,7 +166,8 @@ def main():
     feats["ibi (s)"] = bibi
 
     if a.around:
-        names = ["shape (template r)", "amplitude / recent median", "foot-upstroke dev (rel)", "upstroke slope / recent",
+        names = ["shape (template r)", "amplitude / recent median", "foot-upstroke dev (rel)",
+                 "upstroke slope / recent",
                  "ACC 1 s index now (g)", "ACC 1 s index max over IBI (g)", "scorer 4 s index (g)",
                  "s since strong motion"]
         print("t ibi reason ref | shape amp rise slope acc1 accmax acc4 sinceStrong")
@@ -181,7 +183,8 @@ def main():
     non = sel & ~at_ref
     print(f"emissions analysed: {sel.sum()} ({ref.sum()} at reference rows, {non.sum()} not); "
           f"motion time {motion_min:.1f} min; rate in motion time {sel.sum() / motion_min:.2f} /min")
-    print(f"\n{'feature':34s} {'at reference: q10 q25 q50 q75 q90':>44s}   {'not in reference: q10 q25 q50 q75 q90':>44s}")
+    print(f"\n{'feature':34s} {'at reference: q10 q25 q50 q75 q90':>44s}   "
+          f"{'not in reference: q10 q25 q50 q75 q90':>44s}")
     for name, f in feats.items():
         def q(m):
             v = f[m & np.isfinite(f)]
