@@ -1,7 +1,7 @@
 extension IBIEngine {
     /// Largest change of a pulse's foot-to-upstroke time, relative to that of recent pulses (at least 2 samples),
-    /// before its foot is taken for an artefact's trough while the wrist moves. Sampling alone moves the foot by a sample
-    /// (16 ms at 64 Hz, 10–20 % of a usual rise); a trough that an arm movement shifts moves by more.
+    /// before its foot is taken for an artefact's trough while the wrist moves. Sampling alone moves the foot by a
+    /// sample (16 ms at 64 Hz, 10–20 % of a usual rise); a trough that an arm movement shifts moves by more.
     static let footTolerance = 0.25
 
     /// Whether a pulse looks like recent clean pulses: shape correlated with their template and, while the wrist moves,

@@ -25,3 +25,6 @@ done
 # Why the reference rows we do not cover are missed (Docs/ibi.md, "What still misses").
 "$PY" bench/ibi/analyse_misses.py --beats "$OUT/real/empalink-beats.csv" --data "$DATA" --eval "$EVAL" \
     > "$OUT/real/misses.txt"
+# Which of our motion-time emissions Empatica does not have, and what sets them apart (Docs/ibi.md).
+"$PY" bench/ibi/analyse_motion.py --beats "$OUT/real/empalink-beats.csv" --data "$DATA" --eval "$EVAL" \
+    > "$OUT/real/motion.txt"
