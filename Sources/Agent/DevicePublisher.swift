@@ -21,6 +21,9 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     var sidField: [UInt8] = []
     var sid = ""
 
+    /// Every stream, in flush order.
+    static let streamKinds = StreamKind.allCases
+
     let bvp = SampleBatch(fs: 64, capacity: 1024)
     let gsr = SampleBatch(fs: 4, capacity: 64)
     let temp = SampleBatch(fs: 4, capacity: 64)
@@ -119,7 +122,9 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     @discardableResult
     func flushAll() -> Bool {
         var published = false
-        for kind in StreamKind.allCases where self.flush(kind) { published = true }
+        // Indexed over a stored array: in a debug build `allCases` makes its array on every call and the
+        // unspecialised iterator allocates; the batch timer runs this per tick.
+        for index in 0..<Self.streamKinds.count where self.flush(Self.streamKinds[index]) { published = true }
         return published
     }
 
