@@ -71,11 +71,13 @@ bench: apt-deps
 	$(MAKE) bench-daemon
 
 ## bench-daemon: the release daemon against empalink-sim and mosquitto, 1/5/10/20 wristbands (about 6 minutes).
+## BENCH_DAEMON_ARGS="--devices 5 --batch 0 --idle-seconds 0 --rss-files 12" runs one case and shows its memory.
+BENCH_DAEMON_ARGS ?=
 bench-daemon: deps
 	for product in empalinkd empalink-sim empalinkctl; do \
 	  $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; \
 	done
-	$(PY) bench/daemon/run.py --bin .build/release --json .build/bench-daemon.json
+	$(PY) bench/daemon/run.py --bin .build/release --json .build/bench-daemon.json $(BENCH_DAEMON_ARGS)
 
 ## docs: regenerate Docs/configuration.md from the validator's key table.
 docs: build
