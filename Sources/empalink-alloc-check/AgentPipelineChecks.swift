@@ -68,7 +68,8 @@ enum AgentPipelineChecks {
         do {
             return try ConfigurationLoader.load(path: path)
         } catch {
-            throw CheckError("\(name): configuration: \(error.diagnostics.map { $0.formatted(path: path) }.joined(separator: "; "))")
+            let reasons = error.diagnostics.map { $0.formatted(path: path) }
+            throw CheckError("\(name): configuration: \(reasons.joined(separator: "; "))")
         }
     }
 
