@@ -27,15 +27,16 @@ extension BlueZClient {
 
     // MARK: Adapter
 
-    /// Restricts discovery to LE devices at or above `rssi` dBm.
+    /// Restricts discovery to LE devices at or above `rssi` dBm; `nil` sets no threshold.
     ///
     /// Only `Transport` and `RSSI` are sent: `DuplicateData` and `Discoverable` corrupt bluetoothd's heap before
-    /// BlueZ 5.71 (Debian 12 and Raspberry Pi OS ship 5.66).
-    public func setDiscoveryFilter(adapter: String, rssi: Int, completion: @escaping Completion) {
-        let filter = DBusValue.properties([
-            ("Transport", .string("le")),
-            ("RSSI", .int16(Int16(clamping: rssi))),
-        ])
+    /// BlueZ 5.71 (Debian 12 and Raspberry Pi OS ship 5.66). With an `RSSI` key bluetoothd asks the kernel for a
+    /// service discovery with that threshold, and the kernel then drops every report whose RSSI is "not
+    /// available" (127) — which some controllers (and BlueZ's virtual `btvirt`) send.
+    public func setDiscoveryFilter(adapter: String, rssi: Int?, completion: @escaping Completion) {
+        var fields: [(String, DBusValue)] = [("Transport", .string("le"))]
+        if let rssi { fields.append(("RSSI", .int16(Int16(clamping: rssi)))) }
+        let filter = DBusValue.properties(fields)
         self.callVoid(adapter, BlueZNames.adapter, "SetDiscoveryFilter", [filter], completion: completion)
     }
 

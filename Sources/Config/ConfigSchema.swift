@@ -38,7 +38,8 @@ public enum ConfigSchema {
                   "Power mode at start: `active` scans while a wristband is missing; `background` duty-cycles scanning "
                       + "and batches less often (SIGUSR1/SIGUSR2 and `empalinkctl mode` switch at run time)."),
         ConfigKey("bluetooth.rssi_min", .integer(-127...20), default: .value(.integer(-100)),
-                  "Ignore advertisements weaker than this (dBm); passed to BlueZ's discovery filter."),
+                  "Ignore advertisements weaker than this (dBm); passed to BlueZ's discovery filter. -127 sets no "
+                      + "threshold, which also keeps controllers that report no RSSI."),
         ConfigKey("bluetooth.max_connections", .integer(1...32), default: .value(.integer(5)),
                   "Most wristbands connected at once."),
         ConfigKey("bluetooth.connect_timeout_s", .integer(1...300), default: .value(.integer(20)),

@@ -87,7 +87,7 @@ extension EmpaticaAPI {
         let adapter = self.adapterPath
         if self.discoveryWanted && !self.discoveryStarted {
             self.discoveryRequestInFlight = true
-            self.bluez.setDiscoveryFilter(adapter: adapter, rssi: self.options.rssiMin) { [weak self] _ in
+            self.bluez.setDiscoveryFilter(adapter: adapter, rssi: self.options.discoveryRSSIThreshold) { [weak self] _ in
                 // A refused filter still leaves discovery useful; the RSSI is re-checked on every device anyway.
                 guard let self else { return }
                 self.bluez.startDiscovery(adapter: adapter) { [weak self] result in

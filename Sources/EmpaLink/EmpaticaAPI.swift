@@ -15,7 +15,7 @@ public final class EmpaticaAPI {
     /// Settings the SDK did not expose but a Linux agent needs.
     public struct Options: Sendable {
         public var adapter = "hci0"
-        /// Advertisements weaker than this are ignored (BlueZ's discovery filter).
+        /// Advertisements weaker than this are ignored (BlueZ's discovery filter); -127 sets no threshold.
         public var rssiMin = -100
         /// Where ``authenticate(apiKey:completion:)`` looks keys up.
         public var keyringPath = "/etc/empalink/keyring.toml"
@@ -28,6 +28,10 @@ public final class EmpaticaAPI {
         /// Escalate when discovery has produced no advertisement this long while a wristband is wanted;
         /// zero turns the watchdog off.
         public var watchdogTimeout: Duration = .seconds(60)
+
+        /// The `RSSI` of the discovery filter: `rssiMin`, or none at -127 (the lowest value), so that
+        /// advertisements without an RSSI (HCI's 127, "not available") are not dropped by the kernel.
+        var discoveryRSSIThreshold: Int? { self.rssiMin <= -127 ? nil : self.rssiMin }
         /// In background mode, use a passive advertisement monitor where the adapter offers one (bluetoothd's
         /// experimental features); otherwise, or when `false`, duty-cycle discovery.
         public var useAdvertisementMonitor = true

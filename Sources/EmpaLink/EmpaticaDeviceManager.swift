@@ -84,7 +84,7 @@ public final class EmpaticaDeviceManager {
         self.path = path
         self.address = address
         self.name = info.name ?? E4Profile.e4Name
-        self.rssi = info.rssi
+        self.rssi = Self.reportedRSSI(info.rssi)
     }
 
     /// Decoder statistics summed over the streams (received, lost, duplicates, decode errors).
@@ -95,8 +95,13 @@ public final class EmpaticaDeviceManager {
 
     func update(_ info: BlueZDeviceInfo) {
         if let name = info.name { self.name = name }
-        self.rssi = info.rssi
+        self.rssi = Self.reportedRSSI(info.rssi)
         self.present = true
+    }
+
+    /// HCI's 127 means "RSSI not available" (bluetoothd passes it on as a value): reported as unknown.
+    static func reportedRSSI(_ rssi: Int?) -> Int? {
+        rssi == 127 ? nil : rssi
     }
 
     func setStatus(_ status: DeviceStatus) {
@@ -256,7 +261,10 @@ public final class EmpaticaDeviceManager {
             }
             return
         }
-        if self.awaitingServices, self.deviceStatus == .connecting, info.connected, info.servicesResolved {
+        // Not `info.connected`: bluetoothd 5.66 never signals `Connected = true` for an LE link it opened when the
+        // ATT channel came up before the kernel's "device connected" event (seen with real bluetoothd, see
+        // Docs/simulator.md), while `ServicesResolved = true` only ever happens on a live link.
+        if self.awaitingServices, self.deviceStatus == .connecting, info.servicesResolved {
             self.awaitingServices = false
             self.subscribe()
         }
