@@ -1,0 +1,34 @@
+"""The real-BlueZ VM test (issue #10): one VM run per session, shared by every check; its milestone report is
+printed at the end of the pytest run."""
+import os
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import vmrun  # noqa: E402
+
+RUN = {}
+
+
+@pytest.fixture(scope="session")
+def vm():
+    """Boots the VM once (building its assets first when the cache is not current) and returns the `VMRun`."""
+    if "run" not in RUN:
+        bin_dir = pathlib.Path(os.environ.get("EMPALINK_STATIC_BIN", vmrun.ROOT / ".build" / "release"))
+        cache = pathlib.Path(os.environ.get("BLUEZ_VM_CACHE", vmrun.ROOT / ".cache" / "bluez-vm"))
+        work = pathlib.Path(os.environ.get("BLUEZ_VM_WORK", vmrun.ROOT / ".build" / "bluez-vm"))
+        timeout = int(os.environ.get("BLUEZ_VM_TIMEOUT", "240"))
+        RUN["run"] = vmrun.run_vm(bin_dir, work, cache, timeout_s=timeout)
+    return RUN["run"]
+
+
+def pytest_terminal_summary(terminalreporter):
+    run = RUN.get("run")
+    if run is None:
+        return
+    terminalreporter.section("real BlueZ 5.66 in a VM: milestones")
+    terminalreporter.write_line(vmrun.report(run))
+    for line in RUN.get("facts", []):
+        terminalreporter.write_line(line)
