@@ -152,7 +152,12 @@ def run_vm(bin_dir, work, cache, timeout_s=240, params=None, extra_files=()):
         exit_code = qemu.wait(timeout=10)
     wall_s = time.monotonic() - boot
 
-    results = share / "results"
+    return collect(work, exit_code=exit_code, timed_out=timed_out, wall_s=wall_s, assets_s=assets_s)
+
+
+def collect(work, exit_code=None, timed_out=False, wall_s=0.0, assets_s=0.0):
+    """Reads what the VM left in `work/share/results` (also usable on an earlier run's directory)."""
+    results = pathlib.Path(work) / "share" / "results"
     milestones, failed = {}, None
     milestones_path = results / "milestones"
     if milestones_path.exists():
