@@ -152,10 +152,6 @@ printf 'central %s\nperipheral %s\nserial %s\n' "$CENTRAL" "$PERIPHERAL" "$SERIA
 DEV=/org/bluez/hci0/dev_${PERIPHERAL//:/_}
 PEER=/org/bluez/hci1/dev_${CENTRAL//:/_}
 
-# A real E4's GAP Device Name is "Empatica E4"; bluetoothd on the central reads it after connecting and replaces
-# the advertised Name with it, so the peripheral's adapter must carry that name (its default is "BlueZ 5.66").
-bus /org/bluez/hci1 org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Alias \
-    variant:string:"Empatica E4" > /dev/null 2>&1 || echo "vm: cannot set hci1 Alias"
 [ "$BTMON" = 1 ] && spawn btmon btmon -T
 # The peripheral: our empalink-sim on hci1 (or, for bring-up, $S/peripheral.sh when the host provides one).
 if [ -x "$S/peripheral.sh" ]; then
@@ -234,6 +230,7 @@ sleep "$STREAM_S"
 milestone streamed
 
 # The disconnect: the peripheral's side drops the link (Device1.Disconnect on its object for the central).
+milestone drop_link
 bus "$PEER" org.bluez.Device1.Disconnect > "$R/disconnect.txt" 2>&1 || echo "vm: Disconnect: $(cat "$R/disconnect.txt")"
 wait_for disconnected "$T_DISCONNECT" bash -c "! ( $(declare -f bus prop is_true); is_true $DEV org.bluez.Device1 Connected )"
 wait_for reconnected "$T_RECONNECT" is_true "$DEV" org.bluez.Device1 Connected
