@@ -93,17 +93,17 @@ spawn() {  # spawn NAME COMMAND...: runs in the background, output to $R/NAME.lo
     case $name in btvirt|bluetoothd|peripheral|empalinkd|mosquitto) watched+=("$name") ;; esac
 }
 stop_all() {
+    # The agent first, while the broker is still up (it publishes its offline status and disconnects the
+    # wristband), then the peripheral (it flushes its truth), then the subscriber and the broker.
     local pid
-    for pid in ${pid_empalinkd:-} ${pid_peripheral:-} ${pid_scan_helper:-} ${pid_subscriber:-} ${pid_mosquitto:-}; do
-        kill -TERM "$pid" 2> /dev/null
-    done
-    for _ in $(seq 50); do
-        local alive=0
-        for pid in ${pid_empalinkd:-} ${pid_peripheral:-} ${pid_subscriber:-}; do
-            kill -0 "$pid" 2> /dev/null && alive=1
+    for group in "${pid_empalinkd:-}" "${pid_peripheral:-} ${pid_scan_helper:-}" "${pid_subscriber:-} ${pid_mosquitto:-}"; do
+        for pid in $group; do kill -TERM "$pid" 2> /dev/null; done
+        for _ in $(seq 60); do
+            local alive=0
+            for pid in $group; do kill -0 "$pid" 2> /dev/null && alive=1; done
+            [ $alive = 0 ] && break
+            sleep 0.1
         done
-        [ $alive = 0 ] && break
-        sleep 0.1
     done
     sync
 }
