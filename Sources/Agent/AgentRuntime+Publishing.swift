@@ -139,6 +139,8 @@ extension AgentRuntime {
                     ("reconnects", String(device.counters.linkLosses)),
                     ("connect_failures", String(device.counters.connectFailures)),
                     ("clock_reanchors", String(device.clockReanchors)),
+                    ("notify_acquired", String(device.counters.acquiredNotifications)),
+                    ("notify_fallbacks", String(device.counters.startNotifyFallbacks)),
                     ("rssi", device.rssi.map(String.init) ?? "null"),
                 ]))
             }

@@ -36,6 +36,7 @@ extension AgentConfiguration {
             passwordFile: table.optionalString("mqtt.password_file"),
             protocolVersion: MQTTProtocol(rawValue: table.string("mqtt.protocol")) ?? .v5,
             keepaliveSeconds: table.int("mqtt.keepalive_s"),
+            reconnectMaximumSeconds: table.int("mqtt.reconnect_max_s"),
             qos: table.int("mqtt.qos"),
             topicPrefix: table.string("mqtt.topic_prefix"),
             maxInflight: table.int("mqtt.max_inflight"),

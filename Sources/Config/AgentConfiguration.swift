@@ -67,6 +67,8 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var passwordFile: String?
         public var protocolVersion: MQTTProtocol
         public var keepaliveSeconds: Int
+        /// Longest wait between broker reconnect attempts.
+        public var reconnectMaximumSeconds: Int
         public var qos: Int
         public var topicPrefix: String
         public var maxInflight: Int

@@ -1,16 +1,18 @@
 /// Decodes the accelerometer stream (3EA3) and follows its 16-bit flow counter.
 public struct E4ACCDecoder: Sendable {
+    /// Length, flow counter and statistics.
+    private var gate = E4PacketGate(width: E4ACC.counterWidth)
     /// The flow counter (16 bits).
-    public private(set) var flow = E4FlowTracker(width: E4ACC.counterWidth)
+    public var flow: E4FlowTracker { self.gate.flow }
     /// What this decoder has seen.
-    public private(set) var statistics = E4StreamStatistics()
+    public var statistics: E4StreamStatistics { self.gate.statistics }
 
     /// A decoder with no history.
     public init() {}
 
     /// Forgets the flow counter (on connect and reconnect); statistics are kept.
     public mutating func reset() {
-        self.flow.reset()
+        self.gate.reset()
     }
 
     /// Decodes one notification into `packet`.
@@ -23,26 +25,16 @@ public struct E4ACCDecoder: Sendable {
     public mutating func decode(_ bytes: RawSpan, into packet: inout E4ACCPacket) throws(E4DecodeError)
         -> E4Continuity
     {
-        guard bytes.byteCount == E4ACC.packetLength else {
-            self.statistics.decodeErrors &+= 1
-            throw .wrongLength(expected: E4ACC.packetLength, actual: bytes.byteCount)
-        }
+        try self.gate.checkLength(bytes, E4ACC.packetLength)
         let counter = bytes.e4UInt16LE(E4ACC.counterOffset)
-        let continuity: E4Continuity
-        do {
-            continuity = try self.flow.classify(UInt32(counter))
-        } catch {
-            self.statistics.duplicates &+= 1
-            throw error
-        }
+        let continuity = try self.gate.classify(UInt32(counter))
         packet.counter = counter
         for sample in 0..<E4ACC.samplesPerPacket {
             packet.x[sample] = Int8(bitPattern: bytes.e4Byte(3 * sample))
             packet.y[sample] = Int8(bitPattern: bytes.e4Byte(3 * sample + 1))
             packet.z[sample] = Int8(bitPattern: bytes.e4Byte(3 * sample + 2))
         }
-        self.flow.accept(UInt32(counter))
-        self.statistics.record(continuity)
+        self.gate.accept(UInt32(counter), continuity)
         return continuity
     }
 

@@ -19,10 +19,12 @@ public struct E4BVPDecoder: Sendable {
     public private(set) var red: Int64 = 0
     /// The slow baseline of the green count; `nil` before the first sample.
     public private(set) var baseline: Double?
+    /// Length, flow counter and statistics.
+    private var gate = E4PacketGate(width: E4BVP.counterWidth)
     /// The flow counter (6 bits).
-    public private(set) var flow = E4FlowTracker(width: E4BVP.counterWidth)
+    public var flow: E4FlowTracker { self.gate.flow }
     /// What this decoder has seen.
-    public private(set) var statistics = E4StreamStatistics()
+    public var statistics: E4StreamStatistics { self.gate.statistics }
 
     /// A decoder with no history.
     public init() {}
@@ -32,7 +34,7 @@ public struct E4BVPDecoder: Sendable {
         self.green = 0
         self.red = 0
         self.baseline = nil
-        self.flow.reset()
+        self.gate.reset()
     }
 
     /// Decodes one notification into `packet`.
@@ -46,18 +48,9 @@ public struct E4BVPDecoder: Sendable {
     public mutating func decode(_ bytes: RawSpan, into packet: inout E4BVPPacket) throws(E4DecodeError)
         -> E4Continuity
     {
-        guard bytes.byteCount == E4BVP.packetLength else {
-            self.statistics.decodeErrors &+= 1
-            throw .wrongLength(expected: E4BVP.packetLength, actual: bytes.byteCount)
-        }
+        try self.gate.checkLength(bytes, E4BVP.packetLength)
         let counter = E4BVP.counter(bytes)
-        let continuity: E4Continuity
-        do {
-            continuity = try self.flow.classify(UInt32(counter))
-        } catch {
-            self.statistics.duplicates &+= 1
-            throw error
-        }
+        let continuity = try self.gate.classify(UInt32(counter))
         packet.counter = counter
         for sample in 0..<E4BVP.samplesPerPacket {
             self.green &+= Int64(E4BVP.delta(bytes, 2 * sample))
@@ -70,8 +63,7 @@ public struct E4BVPDecoder: Sendable {
             packet.red[sample] = self.red
             packet.value[sample] = Float(baseline - level)
         }
-        self.flow.accept(UInt32(counter))
-        self.statistics.record(continuity)
+        self.gate.accept(UInt32(counter), continuity)
         return continuity
     }
 

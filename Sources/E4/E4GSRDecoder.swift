@@ -1,16 +1,18 @@
 /// Decodes the GSR stream (3EA8) and follows its 16-bit flow counter.
 public struct E4GSRDecoder: Sendable {
+    /// Length, flow counter and statistics.
+    private var gate = E4PacketGate(width: E4GSR.counterWidth)
     /// The flow counter (16 bits).
-    public private(set) var flow = E4FlowTracker(width: E4GSR.counterWidth)
+    public var flow: E4FlowTracker { self.gate.flow }
     /// What this decoder has seen.
-    public private(set) var statistics = E4StreamStatistics()
+    public var statistics: E4StreamStatistics { self.gate.statistics }
 
     /// A decoder with no history.
     public init() {}
 
     /// Forgets the flow counter (on connect and reconnect); statistics are kept.
     public mutating func reset() {
-        self.flow.reset()
+        self.gate.reset()
     }
 
     /// Decodes one notification into `packet`.
@@ -23,26 +25,16 @@ public struct E4GSRDecoder: Sendable {
     public mutating func decode(_ bytes: RawSpan, into packet: inout E4GSRPacket) throws(E4DecodeError)
         -> E4Continuity
     {
-        guard bytes.byteCount == E4GSR.packetLength else {
-            self.statistics.decodeErrors &+= 1
-            throw .wrongLength(expected: E4GSR.packetLength, actual: bytes.byteCount)
-        }
+        try self.gate.checkLength(bytes, E4GSR.packetLength)
         let counter = bytes.e4UInt16LE(E4GSR.counterOffset)
-        let continuity: E4Continuity
-        do {
-            continuity = try self.flow.classify(UInt32(counter))
-        } catch {
-            self.statistics.duplicates &+= 1
-            throw error
-        }
+        let continuity = try self.gate.classify(UInt32(counter))
         packet.counter = counter
         for sample in 0..<E4GSR.samplesPerPacket {
             let code = bytes.e4UInt24BE(3 * sample)
             packet.codes[sample] = code
             packet.microsiemens[sample] = E4GSR.microsiemens(code: code)
         }
-        self.flow.accept(UInt32(counter))
-        self.statistics.record(continuity)
+        self.gate.accept(UInt32(counter), continuity)
         return continuity
     }
 

@@ -1,16 +1,18 @@
 /// Decodes the skin-temperature stream (3EA6) and follows its 32-bit flow counter.
 public struct E4TemperatureDecoder: Sendable {
+    /// Length, flow counter and statistics.
+    private var gate = E4PacketGate(width: E4Temperature.counterWidth)
     /// The flow counter (32 bits).
-    public private(set) var flow = E4FlowTracker(width: E4Temperature.counterWidth)
+    public var flow: E4FlowTracker { self.gate.flow }
     /// What this decoder has seen.
-    public private(set) var statistics = E4StreamStatistics()
+    public var statistics: E4StreamStatistics { self.gate.statistics }
 
     /// A decoder with no history.
     public init() {}
 
     /// Forgets the flow counter (on connect and reconnect); statistics are kept.
     public mutating func reset() {
-        self.flow.reset()
+        self.gate.reset()
     }
 
     /// Decodes one notification into `packet`.
@@ -26,33 +28,22 @@ public struct E4TemperatureDecoder: Sendable {
     public mutating func decode(_ bytes: RawSpan, into packet: inout E4TemperaturePacket) throws(E4DecodeError)
         -> E4Continuity
     {
-        guard bytes.byteCount == E4Temperature.packetLength else {
-            self.statistics.decodeErrors &+= 1
-            throw .wrongLength(expected: E4Temperature.packetLength, actual: bytes.byteCount)
-        }
+        try self.gate.checkLength(bytes, E4Temperature.packetLength)
         for sample in 0..<E4Temperature.samplesPerPacket {
             let raw = bytes.e4UInt16LE(2 * sample)
             guard E4Temperature.validRaw.contains(raw) else {
-                self.statistics.decodeErrors &+= 1
-                throw .invalidContent(.temperatureRaw(index: sample, raw: raw))
+                throw self.gate.invalid(.temperatureRaw(index: sample, raw: raw))
             }
         }
         let counter = bytes.e4UInt32LE(E4Temperature.counterOffset)
-        let continuity: E4Continuity
-        do {
-            continuity = try self.flow.classify(counter)
-        } catch {
-            self.statistics.duplicates &+= 1
-            throw error
-        }
+        let continuity = try self.gate.classify(counter)
         packet.counter = counter
         for sample in 0..<E4Temperature.samplesPerPacket {
             let raw = bytes.e4UInt16LE(2 * sample)
             packet.raw[sample] = raw
             packet.celsius[sample] = E4Temperature.celsius(raw: raw)
         }
-        self.flow.accept(counter)
-        self.statistics.record(continuity)
+        self.gate.accept(counter, continuity)
         return continuity
     }
 

@@ -42,6 +42,7 @@ extension EmpaticaDeviceManager {
                 }
                 switch result {
                 case .success(let (fd, mtu)):
+                    self.counters.acquiredNotifications &+= 1
                     self.open(stream, fd: fd, mtu: mtu)
                     subscribed()
                 case .failure:

@@ -30,6 +30,8 @@ public final class EmpaticaDeviceManager {
         public var connectFailures: UInt64 = 0
         /// Connections lost after they were up.
         public var linkLosses: UInt64 = 0
+        /// Streams subscribed through `AcquireNotify` (one notification per read on a socket).
+        public var acquiredNotifications: UInt64 = 0
         /// Streams that fell back from AcquireNotify to StartNotify.
         public var startNotifyFallbacks: UInt64 = 0
     }

@@ -92,7 +92,8 @@ extension MQTTClient {
                     payload: Array(#"{"state":"offline"}"#.utf8),
                     qos: configuration.qos,
                     retain: true
-                )
+                ),
+                reconnectMaximum: .seconds(Int64(configuration.reconnectMaximumSeconds))
             )
         }
 

@@ -49,9 +49,11 @@ final class SimulatedDevice {
     var corrupted: UInt64 = 0
     var overflowed: UInt64 = 0
 
-    init(index: Int, seed: UInt64, physiology: PhysiologyParameters) {
+    /// - Parameter address: the wristband's address; `nil` for device k's simulated `00:07:80:A0:01:kk` (the
+    ///   peripheral face passes its adapter's, since that is the address a central sees).
+    init(index: Int, seed: UInt64, physiology: PhysiologyParameters, address: DeviceAddress? = nil) {
         self.index = index
-        self.address = DeviceAddress(0x00, 0x07, 0x80, 0xA0, 0x01, UInt8(truncatingIfNeeded: index))
+        self.address = address ?? DeviceAddress(0x00, 0x07, 0x80, 0xA0, 0x01, UInt8(truncatingIfNeeded: index))
         self.addressString = self.address.description
         self.serial = self.address.serial
         self.path = "/org/bluez/hci0/dev_" + self.addressString.split(separator: ":").joined(separator: "_")
@@ -81,8 +83,13 @@ final class SimulatedDevice {
 
     /// The services: (path, 16-bit UUID, handle).
     var services: [(path: String, uuid16: UInt16, handle: UInt16)] {
-        [(self.path + "/service000c", 0x3EA0, 0x000C), (self.path + "/service0019", 0x3EB0, 0x0019),
-         (self.path + "/service0020", 0x3E70, 0x0020)]
+        SimulatedDevice.makeServices(devicePath: self.path)
+    }
+
+    /// The services below `devicePath`, matching ``makeCharacteristics(devicePath:)``.
+    static func makeServices(devicePath: String) -> [(path: String, uuid16: UInt16, handle: UInt16)] {
+        [(devicePath + "/service000c", 0x3EA0, 0x000C), (devicePath + "/service0019", 0x3EB0, 0x0019),
+         (devicePath + "/service0020", 0x3E70, 0x0020)]
     }
 
     func characteristic(_ uuid16: UInt16) -> SimulatedCharacteristic? {

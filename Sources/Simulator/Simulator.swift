@@ -81,7 +81,18 @@ public final class Simulator {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         self.startWall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        let physiology = Simulator.physiology(devices: devices, seed: seed, scenario: scenario)
+        for (offset, parameters) in physiology.enumerated() {
+            self.devices.append(SimulatedDevice(index: offset + 1, seed: seed, physiology: parameters))
+        }
+    }
+
+    /// Each device's physiology (device k at offset k − 1): the scenario's, with heart rates drawn from its range
+    /// in device order unless an override sets one. Shared with ``PeripheralSimulator`` so that its wristband is
+    /// device 1 of the same seed.
+    static func physiology(devices: Int, seed: UInt64, scenario: Scenario) -> [PhysiologyParameters] {
         var rates = SimRandom(seed: seed, 0xBEA7)
+        var out: [PhysiologyParameters] = []
         for index in 1...max(1, min(devices, 255)) {
             var parameters = scenario.physiology
             if let range = scenario.heartRateRange {
@@ -94,8 +105,9 @@ public final class Simulator {
                     parameters.heartRate = drawn
                 }
             }
-            self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters))
+            out.append(parameters)
         }
+        return out
     }
 
     /// Simulator seconds since start (monotonic).

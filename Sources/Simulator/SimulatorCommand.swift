@@ -11,15 +11,28 @@ public enum SimulatorCommand {
     static let usage = """
         usage: empalink-sim --bus ADDRESS|--system|--session --devices N [--seed S] [--scenario FILE]
                             [--truth DIR] [--log-level error|warn|info|debug]
+               empalink-sim --peripheral --adapter hciN [--system|--bus ADDRESS] [--devices 1] [--seed S]
+                            [--scenario FILE] [--truth DIR] [--adapter-timeout S] [--log-level L]
+
+        The first form serves simulated wristbands as a BlueZ look-alike (it owns org.bluez on the bus). The
+        second is the peripheral face: one simulated E4 registered with the real bluetoothd as a GATT
+        application and advertised on the adapter, for centrals over the air.
 
         options:
           --bus ADDRESS    serve on this D-Bus address (e.g. unix:path=/tmp/bus)
-          --system         serve on the system bus ($DBUS_SYSTEM_BUS_ADDRESS or the standard socket)
+          --system         serve on the system bus ($DBUS_SYSTEM_BUS_ADDRESS or the standard socket;
+                           the default with --peripheral)
           --session        serve on the session bus ($DBUS_SESSION_BUS_ADDRESS)
-          --devices N      simulated wristbands, 1…255; device k is 00:07:80:A0:01:kk (serial a001kk)
+          --devices N      simulated wristbands, 1…255; device k is 00:07:80:A0:01:kk (serial a001kk);
+                           with --peripheral only 1 (its address and serial are the adapter's)
           --seed S         seed of every signal and random choice (default 1)
           --scenario FILE  timing, physiology and scheduled faults (TOML; see Docs/simulator.md)
           --truth DIR      write the exact truth per device to DIR/<serial>/
+          --peripheral     be a GATT peripheral of the real bluetoothd instead of simulating it
+          --adapter hciN   the adapter the peripheral registers on and advertises from (with --peripheral)
+          --adapter-timeout S
+                           seconds to wait for bluetoothd, the adapter and its power before exiting 1
+                           (with --peripheral; default 30)
           --log-level L    error, warn, info (default) or debug
           --help           print this help
         """
@@ -30,6 +43,7 @@ public enum SimulatorCommand {
     public static func parse(_ arguments: [String]) -> Result<SimulatorOptions, SimulatorError> {
         var options = SimulatorOptions()
         var sawDevices = false
+        var sawAdapterTimeout = false
         var index = 0
         func value(_ name: String) -> String? {
             guard index + 1 < arguments.count else { return nil }
@@ -72,6 +86,19 @@ public enum SimulatorCommand {
                     return .failure(.init("--log-level needs one of error, warn, info, debug"))
                 }
                 options.logLevel = level
+            case "--peripheral":
+                options.peripheral = true
+            case "--adapter":
+                guard let name = next(), SimulatorCommand.isAdapterName(name) else {
+                    return .failure(.init("--adapter needs an adapter name such as hci0"))
+                }
+                options.adapter = name
+            case "--adapter-timeout":
+                guard let text = next(), let seconds = Double(text), seconds > 0, seconds <= 86_400 else {
+                    return .failure(.init("--adapter-timeout needs a number of seconds from 0 to 86400"))
+                }
+                options.adapterTimeout = seconds
+                sawAdapterTimeout = true
             case "--help", "-h":
                 options.help = true
             default:
@@ -80,9 +107,29 @@ public enum SimulatorCommand {
             index += 1
         }
         if options.help { return .success(options) }
+        if options.peripheral {
+            guard options.adapter != nil else { return .failure(.init("--peripheral needs --adapter hciN")) }
+            guard options.devices == 1 else {
+                return .failure(.init("--peripheral serves exactly one wristband (--devices 1)"))
+            }
+            if options.bus == .session {
+                return .failure(.init("--peripheral talks to bluetoothd: use --system (the default) or --bus"))
+            }
+            if options.bus == nil { options.bus = .system }
+            return .success(options)
+        }
+        guard options.adapter == nil else { return .failure(.init("--adapter needs --peripheral")) }
+        guard !sawAdapterTimeout else { return .failure(.init("--adapter-timeout needs --peripheral")) }
         guard options.bus != nil else { return .failure(.init("choose a bus: --bus ADDRESS, --system or --session")) }
         guard sawDevices else { return .failure(.init("--devices N is required")) }
         return .success(options)
+    }
+
+    /// `hci0` … `hci999`: what bluetoothd names adapters, and safe in an object path.
+    static func isAdapterName(_ name: String) -> Bool {
+        let digits = name.utf8.dropFirst(3)
+        return name.hasPrefix("hci") && (1...3).contains(digits.count)
+            && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     /// Runs the simulator with `arguments` (without the program name).
@@ -137,6 +184,9 @@ public enum SimulatorCommand {
             Console.err("empalink-sim: cannot create the event loop: \(error)")
             return 1
         }
+        if options.peripheral {
+            return self.runPeripheral(options, scenario: scenario, address: address, logger: logger, loop: loop)
+        }
         let simulator = Simulator(busAddress: address, devices: options.devices, seed: options.seed,
                                   scenario: scenario, truthDirectory: options.truthDirectory, loop: loop,
                                   logger: logger)
@@ -162,6 +212,38 @@ public enum SimulatorCommand {
         loop.run()
         simulator.stop()
         loop.close()
+        return 0
+    }
+
+    /// Runs the peripheral face until SIGTERM/SIGINT (0) or a failure (1, one line on stderr).
+    static func runPeripheral(_ options: SimulatorOptions, scenario: Scenario, address: String, logger: Logger,
+                              loop: EventLoop) -> Int32 {
+        let peripheral = PeripheralSimulator(
+            busAddress: address, adapter: options.adapter ?? "hci0", seed: options.seed, scenario: scenario,
+            truthDirectory: options.truthDirectory,
+            adapterTimeout: .milliseconds(Int64((options.adapterTimeout * 1000).rounded())), loop: loop,
+            logger: logger)
+        var failure: SimulatorError?
+        peripheral.onFailure = { error in
+            failure = error
+            loop.stop()
+        }
+        do {
+            try loop.onSignal(SIGTERM) { _ in loop.stop() }
+            try loop.onSignal(SIGINT) { _ in loop.stop() }
+            try peripheral.start()
+        } catch let error as SimulatorError {
+            failure = error
+        } catch {
+            failure = SimulatorError("cannot watch signals: \(error)")
+        }
+        if failure == nil { loop.run() }
+        peripheral.stop()
+        loop.close()
+        if let failure {
+            Console.err("empalink-sim: \(failure.message)")
+            return 1
+        }
         return 0
     }
 }

@@ -15,6 +15,12 @@ public struct SimulatorOptions: Equatable, Sendable {
     public var truthDirectory: String?
     public var logLevel = LogLevel.info
     public var help = false
+    /// The peripheral face (`--peripheral`): a GATT application of a real bluetoothd on ``adapter``.
+    public var peripheral = false
+    /// `hciN`, with `--peripheral`.
+    public var adapter: String?
+    /// Seconds to wait for bluetoothd, the adapter and its power, with `--peripheral`.
+    public var adapterTimeout = 30.0
 
     public init() {}
 }

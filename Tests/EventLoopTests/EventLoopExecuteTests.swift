@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Posix
 import Testing
+import TestSupport
 
 @testable import EventLoop
 

@@ -7,22 +7,6 @@ import Testing
 
 @testable import EventLoop
 
-extension EventLoop {
-    /// Runs the loop on the calling thread until a test handler stops it. A guard timer stops it after `limit`
-    /// and records a failure, so a broken loop fails the test instead of hanging the run; the limit is a safety
-    /// net, not a timing assertion.
-    func runForTest(limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) throws {
-        var timedOut = false
-        let guardTimer = try self.scheduleTimer(after: limit) {
-            timedOut = true
-            self.stop()
-        }
-        self.run()
-        self.cancel(guardTimer)
-        #expect(!timedOut, "the loop was not stopped within \(limit)", sourceLocation: sourceLocation)
-    }
-}
-
 /// A value shared between a test's threads.
 final class Shared<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>

@@ -2,6 +2,7 @@ import EventLoop
 import Logging
 import MQTT
 import Testing
+import TestSupport
 
 /// The client against a real `mosquitto` on loopback: QoS, acknowledgements, retained messages, properties.
 @Suite struct MQTTClientTests {

@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import MQTT
 import Testing
+import TestSupport
 
 /// Connection life: will, clean disconnect, reconnect with backoff, credentials, TLS.
 @Suite struct MQTTConnectionTests {
@@ -218,7 +219,7 @@ import Testing
     @Test func passwordFromFileIsAcceptedAndAWrongOneIsRefusedClearly() throws {
         let directory = try makeTemporaryDirectory("passwd")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try runProcess(["/usr/bin/mosquitto_passwd", "-b", "-c", directory + "/passwd", "edge", "s3cret pass"])
+        try runToCompletion(["/usr/bin/mosquitto_passwd", "-b", "-c", directory + "/passwd", "edge", "s3cret pass"])
         try "s3cret pass\n".write(toFile: directory + "/good", atomically: true, encoding: .utf8)
         try "wrong\n".write(toFile: directory + "/bad", atomically: true, encoding: .utf8)
         let broker = try TestBroker(settings: ["password_file \(directory)/passwd"], anonymous: false)
@@ -242,6 +243,7 @@ import Testing
         var goodOptions = try MQTTClient.Options(configuration.mqtt, agentID: configuration.agent.id)
         #expect(goodOptions.password == "s3cret pass")
         #expect(goodOptions.will?.topic == "empalink/a1/status")
+        #expect(goodOptions.reconnectMaximum == .seconds(60), "mqtt.reconnect_max_s defaults to 60 s")
         goodOptions.reconnectInitial = .milliseconds(100)
         var badOptions = goodOptions
         badOptions.clientID = "intruder"
@@ -380,5 +382,19 @@ import Testing
             (error as? MQTTError)?.message
                 == "TLS: mqtt.tls.ca_file /nonexistent/ca.crt: cannot read: No such file or directory"
         }
+    }
+
+    @Test func reconnectMaximumComesFromTheConfiguration() throws {
+        let toml = """
+            [agent]
+            id = "a1"
+            [mqtt]
+            reconnect_max_s = 7
+            """
+        let document = try TOMLParser.parse(Array(toml.utf8))
+        let configuration = try ConfigValidator.validate(
+            document, environment: ConfigEnvironment(hostname: "pi", configDirectory: "/tmp"))
+        let options = try MQTTClient.Options(configuration.mqtt, agentID: configuration.agent.id)
+        #expect(options.reconnectMaximum == .seconds(7))
     }
 }

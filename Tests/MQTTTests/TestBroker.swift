@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import TestSupport
 
 /// A private `mosquitto` on a free loopback port, ended by PID; it can be stopped and started again on the
 /// same port (for reconnect tests).
@@ -34,7 +35,7 @@ final class TestBroker {
     /// Starts the broker and waits (bounded) until it accepts connections.
     func start() throws {
         guard self.pid == nil else { return }
-        let pid = try spawnProcess(["/usr/sbin/mosquitto", "-c", self.configPath],
+        let pid = try spawn(["/usr/sbin/mosquitto", "-c", self.configPath],
                                    output: self.directory + "/stdout.log")
         self.pid = pid
         for _ in 0..<500 {
@@ -54,7 +55,7 @@ final class TestBroker {
     func stop() {
         guard let pid = self.pid else { return }
         self.pid = nil
-        endProcess(pid)
+        terminate(pid)
     }
 
     /// Sends `signal` to the broker (SIGSTOP to freeze it, SIGKILL to make it vanish); SIGKILL also reaps it.

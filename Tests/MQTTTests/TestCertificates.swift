@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A CA, a broker certificate for 127.0.0.1 and a client certificate signed by it, plus an unrelated CA, made
 /// with `openssl` once per test process.
@@ -28,7 +29,7 @@ struct TestCertificates: Sendable {
         let openssl = "/usr/bin/openssl"
         let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         for name in ["ca", "other-ca"] {
-            try runProcess([openssl, "req", "-x509"] + key + [
+            try runToCompletion([openssl, "req", "-x509"] + key + [
                 "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).crt",
                 "-days", "2", "-subj", "/CN=EmpaLink test \(name)",
             ], output: log)
@@ -36,11 +37,11 @@ struct TestCertificates: Sendable {
         try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
             toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
         for (name, extensions) in [("server", ["-extfile", "\(directory)/server.ext"]), ("client", [])] {
-            try runProcess([openssl, "req", "-new"] + key + [
+            try runToCompletion([openssl, "req", "-new"] + key + [
                 "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr",
                 "-subj", "/CN=EmpaLink test \(name)",
             ], output: log)
-            try runProcess([openssl, "x509", "-req", "-in", "\(directory)/\(name).csr",
+            try runToCompletion([openssl, "x509", "-req", "-in", "\(directory)/\(name).csr",
                             "-CA", "\(directory)/ca.crt", "-CAkey", "\(directory)/ca.key", "-CAcreateserial",
                             "-days", "2", "-out", "\(directory)/\(name).crt"] + extensions, output: log)
         }

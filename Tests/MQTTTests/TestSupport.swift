@@ -4,19 +4,6 @@ import MQTT
 import Testing
 
 extension EventLoop {
-    /// Runs the loop until `stop()`, with a guard timer so a broken test fails instead of hanging (a safety net,
-    /// not a timing assertion).
-    func runForTest(limit: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation) throws {
-        var timedOut = false
-        let guardTimer = try self.scheduleTimer(after: limit) {
-            timedOut = true
-            self.stop()
-        }
-        self.run()
-        self.cancel(guardTimer)
-        #expect(!timedOut, "the loop was not stopped within \(limit)", sourceLocation: sourceLocation)
-    }
-
     /// Runs the loop for `duration`: lets late (duplicate, unexpected) events arrive before a negative check.
     func run(for duration: Duration) throws {
         let timer = try self.scheduleTimer(after: duration) { self.stop() }

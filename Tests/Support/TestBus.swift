@@ -86,36 +86,6 @@ public final class TestBus {
     }
 }
 
-/// Starts a program with stdout and stderr sent to /dev/null; returns its PID.
-public func spawn(_ arguments: [String], environment: [String]? = nil) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
-    argv.append(nil)
-    defer { for pointer in argv { free(pointer) } }
-    // The test runner's worker threads block most signals and a spawned child inherits the mask: give it a
-    // clean one, or SIGTERM would never reach it.
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-    var pid: pid_t = 0
-    var envp: [UnsafeMutablePointer<CChar>?] = environment.map { $0.map { strdup($0) } } ?? []
-    envp.append(nil)
-    defer { for pointer in envp { free(pointer) } }
-    let result = environment == nil
-        ? posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
-        : posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, &envp)
-    guard result == 0 else { throw DBusError(name: "test.SpawnFailed", message: "\(arguments[0]): \(result)") }
-    return pid
-}
-
 extension EventLoop {
     /// Runs the loop on the calling thread until `stop()`, with a guard timer so a broken test fails instead of
     /// hanging (a safety net, not a timing assertion).
@@ -151,18 +121,6 @@ public final class Countdown {
         self.remaining -= 1
         if self.remaining == 0 { self.loop.stop() }
     }
-}
-
-/// Ends a process we started, by PID: SIGTERM, then SIGKILL after 3 s; reaps it.
-public func terminate(_ pid: pid_t) {
-    kill(pid, SIGTERM)
-    var status: CInt = 0
-    for _ in 0..<300 {
-        if waitpid(pid, &status, WNOHANG) == pid { return }
-        usleep(10_000)
-    }
-    kill(pid, SIGKILL)
-    _ = waitpid(pid, &status, 0)
 }
 
 /// The directory of the package's built products (where `empalink-sim` is), found from the test binary's path.

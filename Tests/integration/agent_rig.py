@@ -508,7 +508,8 @@ SCHEMAS = {
                 "additionalProperties": {
                     "type": "object", "required": ["rx_packets", "lost", "decode_errors", "reconnects", "rssi"],
                     "properties": {"rx_packets": _COUNT, "lost": _COUNT, "decode_errors": _COUNT,
-                                   "reconnects": _COUNT, "rssi": {"type": ["integer", "null"]}},
+                                   "reconnects": _COUNT, "notify_acquired": _COUNT, "notify_fallbacks": _COUNT,
+                                   "rssi": {"type": ["integer", "null"]}},
                 },
             },
             "mqtt": {"type": "object", "required": ["published", "acked", "inflight"],

@@ -110,6 +110,16 @@ def test_metrics_report_spool_bytes_records_dropped_and_oldest(run):
         assert any(word in key for key in spool), f"metrics.spool has no {word} field: {spool}"
 
 
+def test_metrics_show_every_stream_subscribed_through_acquire_notify(run):
+    # The simulator grants AcquireNotify like bluetoothd does: every one of the six notifying streams of each
+    # connection is a socket, none fell back to StartNotify.
+    devices = [m.json for m in by_topic(run)[topic("metrics")]][-1]["devices"]
+    for k in WHITELISTED:
+        device = devices[serial(k)]
+        assert device["notify_fallbacks"] == 0, device
+        assert device["notify_acquired"] >= 6 and device["notify_acquired"] % 6 == 0, device
+
+
 def test_metrics_arrive_every_interval(run):
     arrivals = [m.arrival for m in by_topic(run)[topic("metrics")] if m.arrival < run["sigterm"]]
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
