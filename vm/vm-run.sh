@@ -46,7 +46,7 @@ poweroff_now() {
 }
 
 tails() {
-    for name in btvirt bluetoothd peripheral empalinkd mosquitto dbus-monitor; do
+    for name in dmesg btvirt bluetoothd peripheral empalinkd mosquitto; do
         [ -s "$R/$name.log" ] || continue
         echo "----- tail of $name.log -----"
         tail -n 25 "$R/$name.log"
@@ -55,6 +55,7 @@ tails() {
 
 fail() {
     echo "FAILED $1 $(date +%s.%N)" >> "$R/milestones"
+    dmesg > "$R/dmesg.log" 2>&1
     say "FAILED: milestone '$1' did not come up: ${2:-}"
     tails > /dev/console
     stop_all
@@ -134,7 +135,8 @@ spawn dbus-monitor dbus-monitor --system \
     "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties'" \
     "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager'"
 spawn bluetoothd /usr/libexec/bluetooth/bluetoothd -n -d
-wait_for bluetoothd_up "$T_BLUETOOTHD" prop /org/bluez/hci1 org.bluez.Adapter1 Address
+wait_for bluetoothd_up "$T_BLUETOOTHD" bash -c "$(declare -f bus prop); prop /org/bluez/hci0 org.bluez.Adapter1 Address && \
+    prop /org/bluez/hci1 org.bluez.Adapter1 Address"
 for hci in hci0 hci1; do
     bus /org/bluez/$hci org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered \
         variant:boolean:true > /dev/null 2>&1
@@ -240,5 +242,6 @@ bus / org.freedesktop.DBus.ObjectManager.GetManagedObjects > "$R/objects-end.txt
 milestone restreamed
 
 stop_all
+dmesg > "$R/dmesg.log" 2>&1
 milestone done
 poweroff_now
