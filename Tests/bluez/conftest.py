@@ -2,6 +2,7 @@
 printed at the end of the pytest run."""
 import os
 import pathlib
+import shutil
 import sys
 
 import pytest
@@ -24,7 +25,18 @@ def vm():
             # Re-check the previous run's results without booting (for working on the checks themselves).
             RUN["run"] = vmrun.collect(work)
         else:
-            RUN["run"] = vmrun.run_vm(bin_dir, work, cache, timeout_s=timeout)
+            run = vmrun.run_vm(bin_dir, work, cache, timeout_s=timeout)
+            if run.failed in vmrun.RETRIED_MILESTONES:
+                # Under a loaded host a btvirt controller's setup sometimes never completes (the kernel never
+                # announces its index to bluetoothd); that is the emulator, not the agent: boot once more.
+                RUN.setdefault("facts", []).append(f"  first boot failed at {run.failed} (btvirt controller "
+                                                   f"setup); booted again, first run kept in {work}-1")
+                first = pathlib.Path(f"{work}-1")
+                if first.exists():
+                    shutil.rmtree(first)
+                work.rename(first)
+                run = vmrun.run_vm(bin_dir, work, cache, timeout_s=timeout)
+            RUN["run"] = run
     return RUN["run"]
 
 

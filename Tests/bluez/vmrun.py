@@ -39,6 +39,10 @@ MILESTONES = (
 )
 
 
+# Failures of the virtual controllers' bring-up, before anything of ours runs: worth one more boot.
+RETRIED_MILESTONES = ("controllers_present", "bluetoothd_up", "controllers_up")
+
+
 @dataclasses.dataclass
 class Message:
     arrival: float
