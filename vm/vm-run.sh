@@ -24,7 +24,7 @@ SEED=7
 # bluetoothd merge the filters into an unthresholded scan (src/adapter.c merge_discovery_filters). See FINDINGS.md.
 SCAN_HELPER=1
 BTMON=0             # 1: record btmon's HCI trace in btmon.log (costs CPU under TCG)
-T_CONTROLLERS=20
+T_CONTROLLERS=25
 T_BLUETOOTHD=20
 T_PERIPHERAL=30
 T_DISCOVERED=45
