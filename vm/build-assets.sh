@@ -94,7 +94,7 @@ for applet in sh mount umount mkdir insmod switch_root cat echo sleep ls powerof
 done
 moddir="$cache/rootfs/lib/modules/$KVER"
 # modules.dep: "kernel/x/a.ko: kernel/y/b.ko kernel/z/c.ko" — b and c must be loaded before a.
-order=$(python3 - "$moddir" virtio_pci 9pnet_virtio 9p overlay <<'PY'
+order=$(/usr/bin/python3 - "$moddir" virtio_pci 9pnet_virtio 9p overlay <<'PY'
 import sys, os
 moddir, wanted = sys.argv[1], sys.argv[2:]
 deps = {}

@@ -62,6 +62,16 @@ def test_wristband_was_discovered_and_connected_through_bluetoothd(vm):
     peripheral = vm.identity()["peripheral"]
     assert f"device_connect_le() Connection attempt to: {peripheral}" in bluetoothd, \
         "bluetoothd never initiated an LE connection to the peripheral"
+    # The agent's own discovery went through bluetoothd: filter accepted (LE, an RSSI, never DuplicateData or
+    # Discoverable: SPEC §5), StartDiscovery answered. btvirt needs the helper's unfiltered session to report
+    # anything (vm/FINDINGS.md §7), so the device object may predate the agent's StartDiscovery.
+    calls, errors = agent_calls(vm)
+    for method in ("SetDiscoveryFilter", "StartDiscovery"):
+        serials = [number for member, p, number in calls if member == method and p == "/org/bluez/hci0"]
+        assert serials and not [errors[n] for n in serials if n in errors], f"{method}: {serials}, errors {errors}"
+    filters = re.findall(r"filtered discovery params: transport: (\d+) rssi: (-?\d+) pathloss: \d+\s+duplicate "
+                         r"data: (\w+) discoverable (\w+)", bluetoothd)
+    assert filters and all(f[0] == "6" and f[2] == "false" and f[3] == "false" for f in filters), filters
     objects = vm.text("objects-connected.txt")
     assert f'object path "{path}"' in objects, f"{path} not in bluetoothd's objects while streaming"
     # The device's entry runs to the next object at the same indentation (nested values say "variant object path").
