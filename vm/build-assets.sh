@@ -20,9 +20,10 @@ cache="${1:-${BLUEZ_VM_CACHE:-$repo/.cache/bluez-vm}}"
 suite=bookworm
 
 # What the VM runs. Our binaries link libdbus, libmosquitto, libsystemd, libcrypto and zlib dynamically (the Swift
-# runtime is linked statically); bluez-test-tools carries btvirt; mosquitto-clients the subscriber.
-PACKAGES="bluez bluez-test-tools dbus kmod iproute2 mosquitto mosquitto-clients libdbus-1-3 libmosquitto1 libsystemd0 \
-libssl3 zlib1g libstdc++6 libgcc-s1"
+# runtime is linked statically); bluez-test-tools carries btvirt; mosquitto-clients the subscriber; iproute2 brings
+# up the loopback; libglib2.0-bin's gdbus makes the a{sv} calls of the misuse probes.
+PACKAGES="bluez bluez-test-tools dbus kmod iproute2 libglib2.0-bin mosquitto mosquitto-clients \
+libdbus-1-3 libmosquitto1 libsystemd0 libssl3 zlib1g libstdc++6 libgcc-s1"
 
 log() { echo "vm-assets: $*" >&2; }
 

@@ -228,7 +228,46 @@ wait_for connected "$T_CONNECTED" is_true "$DEV" org.bluez.Device1 Connected
 wait_for services_resolved 30 is_true "$DEV" org.bluez.Device1 ServicesResolved
 wait_for first_notification "$T_NOTIFY" grep -q "/$SERIAL/bvp" "$R/mqtt.tsv"
 bus / org.freedesktop.DBus.ObjectManager.GetManagedObjects > "$R/objects-connected.txt" 2>&1
-sleep "$STREAM_S"
+probe_start=$(date +%s)
+
+# Misuse probes from a second client while the agent streams, for the simulator's error names (FINDINGS.md).
+# None of them disturbs the agent's link or its acquired notification fds.
+char_path() {  # char_path UUID16: the device's characteristic with that UUID
+    awk -v uuid="0000$1-0000-1000-8000-00805f9b34fb" -v dev="$DEV/" '
+        /object path "/ { gsub(/"/, "", $3); path = $3 }
+        $0 ~ "string \"" uuid "\"" && index(path, dev) == 1 && path ~ /char[0-9a-f]+$/ { print path; exit }
+    ' "$R/objects-connected.txt"
+}
+probe() {  # probe LABEL PATH METHOD [GVARIANT ARGS...]: one call (gdbus: a{sv} needs it), reply or error
+    local label=$1 path=$2 method=$3
+    shift 3
+    { echo "== $label"; timeout 10 gdbus call --system --dest org.bluez --object-path "$path" --method "$method" \
+        "$@" 2>&1 | head -3; } >> "$R/probes.txt"
+}
+BVP_CHAR=$(char_path 3ea1)
+CMD_CHAR=$(char_path 3e71)
+BAT_CHAR=$(char_path 3eb3)
+CH=org.bluez.GattCharacteristic1
+probe "AcquireNotify on BVP (acquired by the agent)" "$BVP_CHAR" $CH.AcquireNotify "@a{sv} {}"
+probe "StartNotify on BVP (acquired by the agent)" "$BVP_CHAR" $CH.StartNotify
+probe "ReadValue on BVP (notify only)" "$BVP_CHAR" $CH.ReadValue "@a{sv} {}"
+probe "ReadValue on battery" "$BAT_CHAR" $CH.ReadValue "@a{sv} {}"
+probe "WriteValue on battery (not writable)" "$BAT_CHAR" $CH.WriteValue "[byte 1]" "@a{sv} {}"
+probe "WriteValue of 1 byte on the command" "$CMD_CHAR" $CH.WriteValue "[byte 1]" "@a{sv} {}"
+probe "WriteValue of opcode 0x7f on the command" "$CMD_CHAR" $CH.WriteValue "[byte 0x7f, 0, 0, 0, 0]" "@a{sv} {}"
+probe "AcquireNotify on the command (not notifiable)" "$CMD_CHAR" $CH.AcquireNotify "@a{sv} {}"
+probe "AcquireNotify with mtu option" "$BAT_CHAR" $CH.AcquireNotify "{'mtu': <uint16 23>}"
+probe "Connect on the connected device" "$DEV" org.bluez.Device1.Connect
+probe "StopDiscovery without a session" /org/bluez/hci0 org.bluez.Adapter1.StopDiscovery
+probe "SetDiscoveryFilter with an unknown key" /org/bluez/hci0 org.bluez.Adapter1.SetDiscoveryFilter "{'Foo': <'bar'>}"
+probe "SetDiscoveryFilter Transport=bogus" /org/bluez/hci0 org.bluez.Adapter1.SetDiscoveryFilter \
+    "{'Transport': <'bogus'>}"
+probe "SetDiscoveryFilter RSSI and Pathloss" /org/bluez/hci0 org.bluez.Adapter1.SetDiscoveryFilter \
+    "{'RSSI': <int16 -60>, 'Pathloss': <uint16 10>}"
+probe "ConnectProfile" "$DEV" org.bluez.Device1.ConnectProfile "0000180d-0000-1000-8000-00805f9b34fb"
+probe "Connect on a device object that does not exist" /org/bluez/hci0/dev_00_11_22_33_44_55 \
+    org.bluez.Device1.Connect
+sleep $(( STREAM_S - ($(date +%s) - probe_start) > 0 ? STREAM_S - ($(date +%s) - probe_start) : 0 ))
 milestone streamed
 
 # The disconnect: the peripheral's side drops the link (Device1.Disconnect on its object for the central).
@@ -240,6 +279,10 @@ wait_for restreaming "$T_NOTIFY" bash -c "[ \$(grep -c '/$SERIAL/status	{\"statu
 sleep "$RESTREAM_S"
 bus / org.freedesktop.DBus.ObjectManager.GetManagedObjects > "$R/objects-end.txt" 2>&1
 milestone restreamed
+# Last, because it disturbs the agent: bluetoothd 5.66 lets another client's StopNotify release the agent's
+# acquired notifications (FINDINGS.md).
+probe "StopNotify on BVP from another client (acquired by the agent)" "$BVP_CHAR" $CH.StopNotify
+sleep 1
 
 stop_all
 dmesg > "$R/dmesg.log" 2>&1
