@@ -27,7 +27,7 @@ BTMON=0             # 1: record btmon's HCI trace in btmon.log (costs CPU under 
 T_CONTROLLERS=25
 T_BLUETOOTHD=20
 T_PERIPHERAL=30
-T_DISCOVERED=45
+T_DISCOVERED=60
 T_CONNECTED=45
 T_NOTIFY=30
 T_DISCONNECT=20
@@ -218,12 +218,17 @@ CONF
 cp /tmp/agent/empalinkd.toml "$R/empalinkd.toml"
 "$S/bin/empalinkd" --check-config --config /tmp/agent/empalinkd.toml || fail agent_config "--check-config failed"
 if [ "$SCAN_HELPER" = 1 ]; then
-    spawn scan-helper bash -c "{ echo 'select $CENTRAL'; echo 'scan on'; sleep 100000; } | bluetoothctl"
+    # btvirt delivers advertising reports when a scan is enabled, not periodically, and bluetoothd restarts its
+    # LE scan only every ~10 s: the helper restarts its session every 3 s until the wristband was discovered.
+    spawn scan-helper bash -c "{ echo 'select $CENTRAL'; echo 'scan on';
+        while [ ! -e /tmp/discovered ]; do sleep 3; echo 'scan off'; sleep 0.5; echo 'scan on'; done;
+        sleep 100000; } | bluetoothctl"
 fi
 spawn empalinkd "$S/bin/empalinkd" --config /tmp/agent/empalinkd.toml
 milestone agent_started
 
 wait_for discovered "$T_DISCOVERED" prop "$DEV" org.bluez.Device1 Address
+touch /tmp/discovered
 wait_for connected "$T_CONNECTED" is_true "$DEV" org.bluez.Device1 Connected
 wait_for services_resolved 30 is_true "$DEV" org.bluez.Device1 ServicesResolved
 wait_for first_notification "$T_NOTIFY" grep -q "/$SERIAL/bvp" "$R/mqtt.tsv"
