@@ -38,7 +38,7 @@ let package = Package(
         // BlueZ client: object cache, discovery, devices, GATT, notification streams.
         .target(name: "BlueZ", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
         // The EmpaLink SDK's API on Linux (SPEC §7): authentication, discovery, devices, streams.
-        .target(name: "EmpaLink", dependencies: ["BlueZ", "E4", "Physio", "Config", "CCrypto", "EventLoop", "Posix"],
+        .target(name: "EmpaLink", dependencies: ["BlueZ", "E4", "Physio", "Config", "EventLoop", "Posix"],
                 swiftSettings: strict),
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // libmosquitto on the event loop: connect, TLS, will, QoS, acknowledgements.
@@ -59,7 +59,7 @@ let package = Package(
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
-                                              "EmpaLink", "MQTT", "Spool"], swiftSettings: strict),
+                                              "E4", "EmpaLink", "MQTT", "Spool"], swiftSettings: strict),
         // The operator tool's subcommands.
         .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
                                                    "EventLoop", "Agent", "CCrypto", "Spool"], swiftSettings: strict),
@@ -79,7 +79,7 @@ let package = Package(
         .target(name: "CAllocationCounter"),
         .executableTarget(name: "empalink-alloc-check",
                           dependencies: ["CAllocationCounter", "E4", "EmpaLink", "BlueZ", "EventLoop", "Posix", "MQTT",
-                                         "Logging"],
+                                         "Logging", "Spool", "Config", "Agent"],
                           swiftSettings: strict),
         .executableTarget(name: "empalink-bench",
                           dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],

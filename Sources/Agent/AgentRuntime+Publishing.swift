@@ -79,12 +79,17 @@ extension AgentRuntime {
         guard milliseconds > 0 else { return }
         let interval = Duration.milliseconds(milliseconds)
         self.flushTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [unowned self] in
-            var published = false
-            for publisher in self.publishers.values where publisher.flushAll() { published = true }
-            if !published, let timer = self.flushTimer {
-                self.loop.cancel(timer)
-                self.flushTimer = nil
-            }
+            self.flushTick()
+        }
+    }
+
+    /// One firing of the batch timer: publishes every pending batch, and stops the timer when there was none.
+    func flushTick() {
+        var published = false
+        for publisher in self.publishers.values where publisher.flushAll() { published = true }
+        if !published, let timer = self.flushTimer {
+            self.loop.cancel(timer)
+            self.flushTimer = nil
         }
     }
 

@@ -21,6 +21,9 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     var sidField: [UInt8] = []
     var sid = ""
 
+    /// Every stream, in flush order.
+    static let streamKinds = StreamKind.allCases
+
     let bvp = SampleBatch(fs: 64, capacity: 1024)
     let gsr = SampleBatch(fs: 4, capacity: 64)
     let temp = SampleBatch(fs: 4, capacity: 64)
@@ -71,68 +74,35 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
 
     // MARK: EmpaticaDeviceDelegate (hot path)
 
+    // The delegate calls forward to the device-free ``DecodedStreamSink`` half (DevicePublisher+Sink.swift), which
+    // is what batches; ``AgentPipelineProbe`` drives that half directly (no Bluetooth device exists there).
+
     func didReceiveSamples(_ stream: SampledStream, values: UnsafeBufferPointer<Float>, t0: Double, fs: Double,
                            from device: EmpaticaDeviceManager) {
-        let kind: StreamKind
-        let batch: SampleBatch
-        switch stream {
-        case .bvp: (kind, batch) = (.bvp, self.bvp)
-        case .gsr: (kind, batch) = (.gsr, self.gsr)
-        case .temp: (kind, batch) = (.temp, self.temp)
-        }
-        guard self.enabled(kind) else { return }
-        self.agent.armFlush()
-        if !batch.continues(at: t0) { self.flush(kind) }
-        var start = 0
-        while start < values.count {
-            let sampleTime = t0 + Double(start) / fs
-            start += batch.append(values, from: start, t0: sampleTime)
-            if batch.isFull { self.flush(kind) }
-        }
-        if self.agent.flushEveryNotification { self.flush(kind) }
+        self.samples(stream, values, t0: t0, fs: fs)
     }
 
     func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,
                                        z: UnsafeBufferPointer<Int8>, t0: Double, fs: Double,
                                        from device: EmpaticaDeviceManager) {
-        guard self.enabled(.acc) else { return }
-        self.agent.armFlush()
-        if !self.acc.continues(at: t0) { self.flush(.acc) }
-        for index in 0..<min(x.count, y.count, z.count) {
-            if self.acc.isFull { self.flush(.acc) }
-            if self.acc.count == 0 { self.acc.t0 = t0 + Double(index) / fs }
-            let slot = self.acc.count * 3
-            self.acc.xyz[slot] = x[index]
-            self.acc.xyz[slot + 1] = y[index]
-            self.acc.xyz[slot + 2] = z[index]
-            self.acc.count += 1
-        }
-        if self.agent.flushEveryNotification { self.flush(.acc) }
-    }
-
-    func event(_ kind: StreamKind, _ batch: EventBatch, _ value: Float, at time: Double) {
-        guard self.enabled(kind) else { return }
-        self.agent.armFlush()
-        if batch.isFull { self.flush(kind) }
-        batch.append(value, at: time)
-        if self.agent.flushEveryNotification { self.flush(kind) }
+        self.acceleration(x: x, y: y, z: z, t0: t0, fs: fs)
     }
 
     func didReceiveIBI(_ ibi: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
-        self.event(.ibi, self.ibi, ibi, at: timestamp)
+        self.ibi(ibi, at: timestamp)
     }
 
     func didReceiveHeartRate(_ bpm: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
-        self.event(.hr, self.hr, bpm, at: timestamp)
+        self.heartRate(bpm, at: timestamp)
     }
 
     func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
-        self.event(.battery, self.battery, level, at: timestamp)
+        self.battery(level, at: timestamp)
         self.agent.publishDeviceStatus(device)
     }
 
     func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager) {
-        self.event(.tag, self.tag, 0, at: timestamp)
+        self.tag(at: timestamp)
     }
 
     func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {
@@ -152,7 +122,9 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     @discardableResult
     func flushAll() -> Bool {
         var published = false
-        for kind in StreamKind.allCases where self.flush(kind) { published = true }
+        // Indexed over a stored array: in a debug build `allCases` makes its array on every call and the
+        // unspecialised iterator allocates; the batch timer runs this per tick.
+        for index in 0..<Self.streamKinds.count where self.flush(Self.streamKinds[index]) { published = true }
         return published
     }
 

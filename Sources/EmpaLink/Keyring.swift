@@ -1,4 +1,3 @@
-import CCrypto
 import Config
 
 /// The offline keyring that authenticates API keys (SPEC §7): SHA-256 hashes of keys, each with the devices it
@@ -57,12 +56,10 @@ public struct Keyring: Sendable, Equatable {
     /// Every entry is compared, whatever matched earlier, so the time taken does not depend on where (or whether)
     /// the key is found.
     public func authenticate(apiKey: String, today: CalendarDay) -> Result<Grant, Refusal> {
-        guard let digest = Keyring.sha256(Array(apiKey.utf8)) else { return .failure(.unknownKey) }
+        let digest = SHA256.hash(Array(apiKey.utf8))
         var found: Entry?
         for entry in self.entries {
-            let equal = entry.digest.count == digest.count && digest.withUnsafeBytes { a in
-                entry.digest.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
-            }
+            let equal = SHA256.constantTimeEqual(entry.digest, digest)
             if equal && found == nil { found = entry }
         }
         guard let entry = found else { return .failure(.unknownKey) }
@@ -72,17 +69,12 @@ public struct Keyring: Sendable, Equatable {
         return .success(Grant(devices: entry.devices))
     }
 
-    /// SHA-256 through libcrypto; `nil` only when libcrypto cannot allocate.
+    /// SHA-256 of `bytes` (``SHA256``, in Swift: no libcrypto in the daemon for one hash at start-up).
+    ///
+    /// - Returns: the 32-byte digest; never `nil` (the optional remains from the libcrypto version, whose
+    ///   callers check it).
     public static func sha256(_ bytes: [UInt8]) -> [UInt8]? {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBytes { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                           &length, EVP_sha256(), nil)
-            }
-        }
-        return ok == 1 && length == 32 ? digest : nil
+        SHA256.hash(bytes)
     }
 
     /// Lower-case hex of `bytes`.

@@ -14,10 +14,11 @@ public struct IBIConfiguration: Sendable, Equatable {
     public var minimumInterval: Double = 0.28
     /// Longest plausible interval in seconds (30 bpm).
     public var maximumInterval: Double = 2.0
-    /// Largest relative difference between an interval and the median of recent intervals before it is called
-    /// irregular and withheld: a beat missed or doubled by an artefact changes the interval by 50 % or more,
-    /// while sinus variability between neighbouring beats stays well inside this.
-    public var maximumRelativeChange: Double = 0.2
+    /// Largest relative difference between an interval and the median of recent intervals (and the previous emitted
+    /// one) before it is called irregular and withheld. It sits just below the smallest change a detector error makes —
+    /// a missed beat doubles the interval, an extra pulse at the dicrotic wave (a third of the way) shortens it by a
+    /// third — and above what the heart does from one beat to the next (a breath, a vagal pause: 20–30 %).
+    public var maximumRelativeChange: Double = 0.3
     /// Smallest pulse amplitude accepted, relative to the median of recent pulses.
     public var minimumAmplitudeRatio: Double = 0.25
     /// Largest pulse amplitude accepted, relative to the median of recent pulses.
@@ -32,10 +33,30 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// cleanest ones are emitted (tolerances scaled by ``mildMotionStrictness``), because that is when a
     /// distorted pulse most often passes for a real one.
     public var mildMotionThreshold: Double = 0.1
-    /// In mild motion, an interval is emitted only when it completes a run of this many consecutive intervals that
-    /// passed every check; the first ones of a run are held back (``BeatSuppression/unconfirmed``).
+    /// While the wrist moves (``movementThreshold``), an interval is emitted only in a run of this many consecutive
+    /// intervals that passed every check: the first ones of a run are held until the run is confirmed, and withheld
+    /// (``BeatSuppression/unconfirmed``) if it is not confirmed within ``maximumLatency``.
     public var motionConfirmations = 4
-    /// Factor (≤ 1) applied to ``maximumRelativeChange`` and to the amplitude ratio band in mild motion.
+    /// ACC motion index (g) above which the wrist is moving, if slowly: intervals are emitted only in confirmed runs
+    /// (``motionConfirmations``) and pulse amplitudes must be in the band of recent ones. At rest the E4's index stays
+    /// near 0.01–0.02 g (one count is 0.016 g); a wrist that turns or drifts reaches a few hundredths, and its PPG
+    /// can then show pulse-like artefacts that pass every single-pulse check.
+    public var movementThreshold: Double = 0.06
+    /// An interval further than ``maximumRelativeChange`` from the median of recent intervals is still regular when
+    /// it is within ``maximumRelativeChange`` of the previous interval between clean pulses and within this
+    /// fraction of the median: a rhythm that slows or speeds up beat by beat.
+    public var maximumRhythmShift: Double = 0.4
+    /// Longest time (seconds) from a beat's foot to the emission of its interval (SPEC §9: ≤ 1 s). An interval held
+    /// for confirmation is emitted when its run is confirmed within this time, withheld otherwise.
+    public var maximumLatency: Double = 1.0
+    /// Smallest correlation with the template of a pulse that has little else to speak for it: every pulse while the
+    /// wrist moves (``movementThreshold``), when an artefact can pass the other checks, and a pulse the detector did
+    /// not see but that lies midway between two clean beats (``IBIEngine`` recovers it as a missed beat). At 0.8 the
+    /// template explains about two thirds of the pulse's variance (r² = 0.64); the everyday threshold,
+    /// ``minimumTemplateCorrelation``, only a quarter.
+    public var confirmingCorrelation: Double = 0.8
+    /// Factor (≤ 1) applied in mild motion to ``maximumRelativeChange``, ``maximumRhythmShift`` and to the distance
+    /// of ``minimumTemplateCorrelation`` from 1 (in motion ``confirmingCorrelation`` is the higher bar).
     public var mildMotionStrictness: Double = 0.75
     /// Length of the ACC window for the motion index, in seconds.
     public var motionWindow: Double = 1.0

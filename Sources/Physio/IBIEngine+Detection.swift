@@ -73,31 +73,16 @@ extension IBIEngine {
     ///   came inside its shape window: then its shape cannot be trusted.
     mutating func confirmPulse(peakIndex: Int) -> DetectedBeat? {
         let upstroke = self.maximumSlopeIndex
-        var back = 0.3
-        if let typical = self.typicalInterval {
-            back = min(max(0.4 * typical, 0.12), 0.35)
-        }
-        var first = upstroke - Int(back * self.rate)
+        var first = upstroke - Int(self.footSearch * self.rate)
         first = max(first, self.lastPeakIndex + 1, self.raw.total - self.raw.capacity)
         guard first <= upstroke, self.raw.contains(absolute: first), self.raw.contains(absolute: peakIndex) else {
             return nil
         }
-        var foot = first
-        var footValue = self.raw[absolute: first]
-        for i in first...upstroke where self.raw[absolute: i] < footValue {
-            foot = i
-            footValue = self.raw[absolute: i]
-        }
-        var peakValue = footValue
-        var peak = upstroke
-        for i in upstroke...peakIndex where self.raw[absolute: i] > peakValue {
-            peak = i
-            peakValue = self.raw[absolute: i]
-        }
+        let (pulse, peak) = self.makePulse(upstroke: upstroke, first: first, peakLimit: peakIndex)
         self.lastPeakIndex = peak
         var earlier: DetectedBeat?
         if let waiting = self.pending {
-            let gap = self.times[absolute: foot] - waiting.footTime
+            let gap = pulse.footTime - waiting.footTime
             let typical = self.typicalInterval ?? 0
             if gap < self.configuration.minimumInterval || gap < Self.earlyFraction * typical {
                 // An upstroke inside the waiting pulse's shape window and too soon to be the next beat: the
@@ -107,15 +92,43 @@ extension IBIEngine {
             self.pending = nil
             earlier = self.judge(waiting, complete: false)
         }
+        self.pending = pulse
+        return earlier
+    }
+
+    /// Seconds before the steepest upstroke in which the foot is sought: long enough for the slowest upstroke at the
+    /// rhythm, short enough not to reach back into the previous pulse's decline.
+    var footSearch: Double {
+        guard let typical = self.typicalInterval else { return 0.3 }
+        return min(max(0.4 * typical, 0.12), 0.35)
+    }
+
+    /// The pulse whose steepest upstroke is at `upstroke`: its foot is the lowest raw sample from `first` to the
+    /// upstroke, its peak the highest from the upstroke through `peakLimit`, and its shape window is centred on the
+    /// upstroke (see ``shapeWindow``). Callers check that `first` and `peakLimit` are still in the ring.
+    ///
+    /// - Returns: the pulse and the absolute index of its peak.
+    func makePulse(upstroke: Int, first: Int, peakLimit: Int) -> (pulse: PendingPulse, peak: Int) {
+        var foot = first
+        var footValue = self.raw[absolute: first]
+        for i in first...upstroke where self.raw[absolute: i] < footValue {
+            foot = i
+            footValue = self.raw[absolute: i]
+        }
+        var peakValue = footValue
+        var peak = upstroke
+        for i in upstroke...max(peakLimit, upstroke) where self.raw[absolute: i] > peakValue {
+            peak = i
+            peakValue = self.raw[absolute: i]
+        }
         // The window is anchored on the steepest upstroke, which is sharper than the foot (a flat or noisy
         // diastole moves the lowest sample around, not the upstroke).
         let window = max(Int((self.shapeWindow * self.rate).rounded()), 6)
         let start = max(upstroke - window * 5 / 10, first)
-        self.pending = PendingPulse(footIndex: foot, footTime: self.times[absolute: foot],
-                                    rise: Double(upstroke - foot) / self.rate,
-                                    amplitude: peakValue - footValue, windowStart: start,
-                                    windowEnd: start + window)
-        return earlier
+        let pulse = PendingPulse(footIndex: foot, footTime: self.times[absolute: foot],
+                                 rise: Double(upstroke - foot) / self.rate, amplitude: peakValue - footValue,
+                                 windowStart: start, windowEnd: start + window)
+        return (pulse, peak)
     }
 
     /// Length in seconds of the window, centred on the steepest upstroke, over which a pulse's shape is compared

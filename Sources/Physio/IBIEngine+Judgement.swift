@@ -1,6 +1,8 @@
 extension IBIEngine {
     /// Applies the checks in order of cost and returns the beat with its interval or the reason it was withheld;
-    /// `nil` when the pulse is taken for an artefact rather than a beat (too early and unlike recent pulses).
+    /// `nil` when the pulse is taken for an artefact rather than a beat (too early and unlike recent pulses). A beat
+    /// held for confirmation comes back as ``BeatSuppression/unconfirmed`` with its interval still attached, for
+    /// ``enqueue(_:now:)`` to emit or withhold once its run is decided.
     ///
     /// - Parameters:
     ///   - pulse: the pulse to judge.
@@ -8,14 +10,18 @@ extension IBIEngine {
     mutating func judge(_ pulse: PendingPulse, complete: Bool) -> DetectedBeat? {
         let configuration = self.configuration
         let footTime = pulse.footTime
-        // Mild motion narrows the tolerances; strong motion (below) suppresses outright.
-        let mild = self.motion.lastMildMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
-        let strong = self.motion.lastMotion + configuration.motionHoldoff >= footTime - configuration.maximumInterval
+        // Any wrist motion asks for confirmed runs and a pulse amplitude like recent ones; mild motion also narrows
+        // the tolerances; strong motion (below) suppresses outright.
+        let since = footTime - configuration.maximumInterval - configuration.motionHoldoff
+        let moving = self.motion.lastMovement >= since
+        let mild = self.motion.lastMildMotion >= since
+        let strong = self.motion.lastMotion >= since
         let strictness = mild ? min(max(configuration.mildMotionStrictness, 0), 1) : 1
-        let (pulseOK, correlation) = self.assess(pulse, complete: complete, strictness: strictness)
+        let (pulseOK, correlation) = self.assess(pulse, complete: complete, strictness: strictness,
+                                                 moving: moving)
         let settled = self.template.isSettled
 
-        var previous = self.previousFootTime
+        let previous = self.previousFootTime
         let typical = self.intervals.median(minimumCount: 3)
         let early = previous.map {
             footTime - $0 < configuration.minimumInterval || footTime - $0 < Self.earlyFraction * (typical ?? 0)
@@ -33,12 +39,10 @@ extension IBIEngine {
         {
             // The early pulse sat midway between two beats and looked like them: the rhythm is twice what the chain
             // believed. Measure from it, so the true interval reaches the rhythm's median.
-            previous = earlyPulse
             self.previousFootTime = earlyPulse
             self.previousPulseOK = true
         }
         self.earlyPulse = nil
-        let interval = previous.map { footTime - $0 }
         if !strong && complete {
             if pulseOK {
                 self.template.learnLatest()
@@ -47,26 +51,67 @@ extension IBIEngine {
             }
         }
         self.amplitudes.append(pulse.amplitude)
-        guard let previous, let interval else {
+        let context = MotionContext(moving: moving, mild: mild, strictness: strictness)
+        if let last = self.previousFootTime, pulseOK, complete, !strong, let typical,
+           let missed = self.findMissedBeat(after: last, before: pulse, typical: typical, context: context)
+        {
+            // The detector let a small beat pass between two clean ones (see ``findMissedBeat``). Link it into the
+            // chain so the next interval is measured from it; its own interval is judged like any other when it can
+            // still be emitted within the latency budget.
+            if self.lastTime - missed.time <= configuration.maximumLatency {
+                let beat = self.link(footTime: missed.time, pulseOK: true, correlation: missed.correlation,
+                                     context: context)
+                self.enqueue(beat, now: self.lastTime)
+            } else {
+                self.previousFootTime = missed.time
+                self.previousPulseOK = true
+                self.previousClean = nil
+                self.previousPair = nil
+            }
+        }
+        return self.link(footTime: footTime, pulseOK: pulseOK, correlation: correlation, context: context)
+    }
+
+    /// Adds a beat to the chain after ``previousFootTime`` and decides whether its interval is emitted.
+    ///
+    /// - Parameters:
+    ///   - footTime: the beat's foot.
+    ///   - pulseOK: whether its pulse is clean.
+    ///   - correlation: its correlation with the template, reported with the beat.
+    ///   - context: the motion around it.
+    /// - Returns: the beat with its interval, held for confirmation, or with the reason it was withheld.
+    mutating func link(footTime: Double, pulseOK: Bool, correlation: Double?, context: MotionContext) -> DetectedBeat {
+        let configuration = self.configuration
+        let settled = self.template.isSettled
+        let typical = self.intervals.median(minimumCount: 3)
+        let moving = context.moving
+        let strictness = context.strictness
+        guard let previous = self.previousFootTime else {
             self.previousClean = nil
+            self.previousPair = nil
             self.previousFootTime = footTime
             self.previousPulseOK = pulseOK
             return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat,
                                 templateCorrelation: correlation)
         }
+        let interval = footTime - previous
         let previousPulseOK = self.previousPulseOK
         self.previousFootTime = footTime
         self.previousPulseOK = pulseOK
         let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
         // The rhythm is learned only from pulses that look like pulses, so artefacts do not drag it around; while the
         // arm moves, only from intervals close to it, so a periodic artefact cannot pull it to its own period.
-        let steady = !mild || typical.map { abs(interval - $0) <= configuration.maximumRelativeChange * $0 } ?? false
+        let steady = !context.mild
+            || typical.map { abs(interval - $0) <= configuration.maximumRelativeChange * $0 } ?? false
         if plausible && steady && (pulseOK || !settled) && (previousPulseOK || !settled) {
             self.intervals.append(interval)
             self.typicalInterval = self.intervals.median(minimumCount: 3)
         }
         let previousClean = self.previousClean
         self.previousClean = nil
+        let previousPair = self.previousPair
+        self.previousPair = plausible && pulseOK && previousPulseOK ? interval : nil
+        let tolerance = strictness * configuration.maximumRelativeChange
         let suppression: BeatSuppression
         if let start = self.startTime, previous - start < configuration.warmUp {
             suppression = .warmingUp
@@ -76,19 +121,21 @@ extension IBIEngine {
             suppression = .motion
         } else if !pulseOK || !previousPulseOK {
             suppression = .pulseShape
-        } else if !Self.isRegular(interval, typical: typical, previous: previousClean,
-                                  tolerance: strictness * configuration.maximumRelativeChange) {
+        } else if !Self.isRegular(interval, typical: typical, previous: previousClean, tolerance: tolerance)
+            && !Self.followsRhythm(interval, typical: typical, previous: previousPair, tolerance: tolerance,
+                                   shift: strictness * configuration.maximumRhythmShift)
+        {
             suppression = .irregular
         } else {
             self.previousClean = interval
             self.cleanRun += 1
-            if mild && self.cleanRun < configuration.motionConfirmations {
+            if moving && self.cleanRun < configuration.motionConfirmations {
                 // While the arm moves, a clean-looking interval is trusted only once a few in a row agree: an
-                // artefact can pass every check once, rarely several times running.
-                return DetectedBeat(time: footTime, interval: nil, suppression: .unconfirmed,
+                // artefact can pass every check once, rarely several times running. It is held, not dropped: the
+                // run that confirms it within the latency budget emits it too.
+                return DetectedBeat(time: footTime, interval: interval, suppression: .unconfirmed,
                                     templateCorrelation: correlation)
             }
-            self.heartRate.append(interval: interval, endingAt: footTime)
             return DetectedBeat(time: footTime, interval: interval, suppression: nil, templateCorrelation: correlation)
         }
         self.cleanRun = 0
@@ -102,6 +149,17 @@ extension IBIEngine {
         let second = next - middle
         guard first >= minimum, second >= minimum else { return false }
         return abs(first - second) <= tolerance * 0.5 * (first + second)
+    }
+
+    /// Whether `interval` continues a rhythm that is changing beat by beat: within `tolerance` of the previous interval
+    /// between two clean pulses and within `shift` of the typical interval. A breath or a vagal slowing moves the
+    /// rhythm like that, by a few percent per beat, past the typical interval's tolerance; a missed or extra beat
+    /// changes the interval by half or more at once and fails both.
+    static func followsRhythm(_ interval: Double, typical: Double?, previous: Double?, tolerance: Double,
+                              shift: Double) -> Bool
+    {
+        guard let typical, typical > 0, let previous, previous > 0 else { return false }
+        return abs(interval - previous) <= tolerance * previous && abs(interval - typical) <= shift * typical
     }
 
     /// Whether `interval` is within `tolerance` of the typical interval and of the previous emitted one.

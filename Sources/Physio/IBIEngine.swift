@@ -11,7 +11,8 @@
 /// intervals and to the previous clean one, both pulses are clean, the accelerometer was quiet (in mild motion: a
 /// few clean intervals in a row), and the warm-up is over; otherwise the beat is reported with the reason it was
 /// withheld. A pulse too early to be the next beat and not shaped like one (a dicrotic wave, a jolt) is not a
-/// beat at all.
+/// beat at all; a pulse too small for the detector, midway between two clean beats and shaped like the template, is
+/// recovered as the beat it missed.
 ///
 /// BVP polarity: systolic peaks positive (E4 exports and our live BVP, SPEC §6). Amplitude scale does not matter.
 /// Memory is fixed at `init`; ``appendBVP(_:at:)`` and ``appendACC(x:y:z:at:)`` never allocate.
@@ -39,6 +40,8 @@ public struct IBIEngine: Sendable {
     // Signal history: raw BVP and sample times, a few seconds.
     var raw: FixedRing<Double>
     var times: FixedRing<Double>
+    /// Slope of the low-passed BVP per sample, kept as long as `raw` for the missed-beat search.
+    var slopes: FixedRing<Double>
     var lowPass: Biquad
     var previousFiltered = 0.0
 
@@ -61,6 +64,9 @@ public struct IBIEngine: Sendable {
     var previousFootTime: Double?
     var previousPulseOK = false
     var previousClean: Double?
+    /// The latest interval between two clean pulses, emitted or not: a rhythm that changes beat by beat is followed
+    /// from it.
+    var previousPair: Double?
     /// Consecutive intervals that passed every check (emitted, or held back by
     /// ``IBIConfiguration/motionConfirmations``).
     var cleanRun = 0
@@ -69,6 +75,8 @@ public struct IBIEngine: Sendable {
     /// Foot time of a clean pulse that came too early to join the chain, until the next pulse is judged.
     var earlyPulse: Double?
     var template: PulseTemplate
+    /// Judged beats not yet handed out; intervals held for confirmation wait here.
+    var outbox: BeatOutbox
 
     // Clocks.
     var startTime: Double?
@@ -85,6 +93,7 @@ public struct IBIEngine: Sendable {
         let history = Int(4 * rate)
         self.raw = FixedRing(minimumCapacity: history, filler: 0)
         self.times = FixedRing(minimumCapacity: history, filler: 0)
+        self.slopes = FixedRing(minimumCapacity: history, filler: 0)
         self.lowPass = Biquad(lowPass: 5, sampleRate: rate)
         // Once beats stop coming, the upstroke level forgets with a 1 s time constant so the detector recovers.
         self.slopeDecay = 1 - 1 / rate
@@ -92,6 +101,7 @@ public struct IBIEngine: Sendable {
         self.amplitudes = RecentMedian(window: 8)
         self.rises = RecentMedian(window: 8)
         self.template = PulseTemplate()
+        self.outbox = BeatOutbox(capacity: 16)
         self.motion = MotionGate(configuration: configuration)
         self.heartRate = HeartRateTracker(window: configuration.heartRateWindow)
     }
@@ -100,6 +110,7 @@ public struct IBIEngine: Sendable {
     public mutating func reset() {
         self.raw.removeAll()
         self.times.removeAll()
+        self.slopes.removeAll()
         self.restartChain()
         self.slopeLevel = 0
         self.intervals.removeAll()
@@ -108,6 +119,8 @@ public struct IBIEngine: Sendable {
         self.rises.removeAll()
         self.template.reset()
         self.previousClean = nil
+        self.previousPair = nil
+        self.outbox.removeAll()
         self.startTime = nil
         self.motion.reset()
         self.heartRate.reset()
@@ -140,6 +153,7 @@ public struct IBIEngine: Sendable {
                 // A gap (lost packets, reconnect without reset): no interval may span it.
                 self.raw.removeAll()
                 self.times.removeAll()
+                self.slopes.removeAll()
                 self.restartChain()
             }
         } else {
@@ -165,9 +179,11 @@ public struct IBIEngine: Sendable {
         let filtered = self.lowPass.process(value)
         let slope = filtered - self.previousFiltered
         self.previousFiltered = filtered
+        self.slopes.append(slope)
         let index = self.raw.total - 1
-        output.beat = self.judgePendingIfComplete(index: index)
-        if let beat = self.detect(slope: slope, index: index) { output.beat = beat }
+        if let beat = self.judgePendingIfComplete(index: index) { self.enqueue(beat, now: time) }
+        if let beat = self.detect(slope: slope, index: index) { self.enqueue(beat, now: time) }
+        output.beat = self.dequeue(now: time)
         return output
     }
 
@@ -181,7 +197,9 @@ public struct IBIEngine: Sendable {
         self.previousFootTime = nil
         self.previousPulseOK = false
         self.cleanRun = 0
+        self.previousPair = nil
         self.pending = nil
         self.earlyPulse = nil
+        self.withholdHeld()
     }
 }

@@ -8,12 +8,15 @@ struct MotionGate: Sendable {
     private let countsPerG: Double
     private let thresholdSquared: Double
     private let mildThresholdSquared: Double
+    private let movementThresholdSquared: Double
     private var sum = SIMD4<Double>()
     private var sumOfSquares = SIMD4<Double>()
     /// Time of the latest ACC sample whose window exceeded the threshold; `-infinity` when none since reset.
     private(set) var lastMotion = -Double.infinity
     /// Time of the latest ACC sample whose window exceeded the mild-motion threshold.
     private(set) var lastMildMotion = -Double.infinity
+    /// Time of the latest ACC sample whose window exceeded the movement threshold (the wrist moved at all).
+    private(set) var lastMovement = -Double.infinity
 
     init(configuration: IBIConfiguration) {
         self.window = max(4, Int((configuration.motionWindow * configuration.accRate).rounded()))
@@ -21,6 +24,7 @@ struct MotionGate: Sendable {
         self.countsPerG = configuration.accCountsPerG > 0 ? configuration.accCountsPerG : 64
         self.thresholdSquared = configuration.motionThreshold * configuration.motionThreshold
         self.mildThresholdSquared = configuration.mildMotionThreshold * configuration.mildMotionThreshold
+        self.movementThresholdSquared = configuration.movementThreshold * configuration.movementThreshold
     }
 
     /// Adds one ACC sample (device counts).
@@ -45,6 +49,9 @@ struct MotionGate: Sendable {
         if total > self.mildThresholdSquared {
             self.lastMildMotion = time
         }
+        if total > self.movementThresholdSquared {
+            self.lastMovement = time
+        }
     }
 
     mutating func reset() {
@@ -53,5 +60,6 @@ struct MotionGate: Sendable {
         self.sumOfSquares = SIMD4<Double>()
         self.lastMotion = -Double.infinity
         self.lastMildMotion = -Double.infinity
+        self.lastMovement = -Double.infinity
     }
 }

@@ -49,7 +49,9 @@ extension Spool {
         }
         let sequence = self.nextSequence
         let time = timestamp ?? Self.realtimeMicroseconds()
-        guard let active = self.segments.last else { return self.drop(.closed) }
+        // Not `segments.last`: unspecialised in debug builds, it allocates on every append.
+        guard !self.segments.isEmpty else { return self.drop(.closed) }
+        let active = self.segments[self.segments.count - 1]
         // A roll either starts a new segment here, or was already entered by an eviction (`pendingRoll`).
         let newSegment = !self.pendingRoll && active.bytes > 0 && active.bytes + frameSize > self.options.segmentBytes
         let roll = newSegment || self.pendingRoll

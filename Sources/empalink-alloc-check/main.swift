@@ -7,7 +7,7 @@ import CAllocationCounter
 // malloc & co. in this process only (see CAllocationCounter). Prints one `CASE` line per case and exits 0 when
 // every case is within its budget, 1 otherwise, 2 on bad usage.
 //
-//     empalink-alloc-check [--iterations N] [--no-mqtt]
+//     empalink-alloc-check [--iterations N] [--no-mqtt]     # --no-mqtt: no broker, no MQTT or agent cases
 //     EMPALINK_ALLOC_TRACE=all|CASE,... empalink-alloc-check 2>&1 | swift demangle   # where did it allocate?
 
 var iterations = 1000
@@ -43,9 +43,16 @@ do {
     printError("empalink-alloc-check: event loop: \(error)")
     exit(1)
 }
+do {
+    results += try SpoolChecks.run(iterations: iterations)
+} catch {
+    printError("empalink-alloc-check: \(error)")
+    exit(1)
+}
 if withMQTT {
     do {
         results += try MQTTChecks.run(iterations: iterations)
+        results += try AgentPipelineChecks.run(iterations: iterations)
     } catch {
         printError("empalink-alloc-check: \(error)")
         exit(1)

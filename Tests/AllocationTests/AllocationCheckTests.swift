@@ -19,11 +19,14 @@ import Testing
         "e4.bvp.encode", "e4.acc.encode", "e4.gsr.encode", "e4.temp.encode", "e4.events.encode",
         "device.receive.bvp+acc", "device.receive.gsr", "device.receive.temp", "device.receive.battery",
         "device.receive.tag", "device.receive.malformed",
-        "notification.read.decode", "loop.timer.repeating",
+        "notification.read.decode", "loop.timer.repeating", "spool.append", "agent.publish.spooled",
     ]
-    /// The hot-path publish; `ours=` (the Swift side) is in the steady state, libmosquitto's copies are not.
+    /// The hot-path publish, on its own and as the agent hands a notification's batches to it (decode, batches,
+    /// JSON, outbox, `mosquitto_publish`, PUBACK); `ours=` (the Swift side) is in the steady state, libmosquitto's
+    /// copies are not.
     static let mqtt: Set<String> = [
         "mqtt.publish.v5.qos0", "mqtt.publish.v5.qos1", "mqtt.publish.v311.qos0", "mqtt.publish.v311.qos1",
+        "agent.publish.connected", "agent.publish.flush",
     ]
     /// Control-plane cases that allocate by design or by a known, reported cause.
     static let controlPlane: Set<String> = ["loop.wakeup.execute", "loop.timer.oneShot"]
@@ -56,6 +59,18 @@ import Testing
         }
     }
 
+    @Test func theSpoolPathAllocatesNothingInAnyBuild() throws {
+        // Spool append on the loop thread (writer thread running), alone and as the agent's outbox reaches it
+        // when the broker has gone away: no budget, debug or release.
+        let report = try Self.shared.get()
+        for name in ["spool.append", "agent.publish.spooled"] {
+            let result = try #require(report.cases[name], "missing case \(name): \(report.output)\n\(report.errors)")
+            #expect(result.iterations > 0, "\(result.line)")
+            #expect(result.allocations == 0, "\(name) allocated: \(result.line)")
+            #expect(result.passed, "\(result.line)")
+        }
+    }
+
     @Test func libmosquittoCopiesAreReportedApartFromOurs() throws {
         let report = try Self.shared.get()
         for name in Self.mqtt.sorted() {
@@ -77,6 +92,8 @@ import Testing
         #expect(result.allocations >= result.iterations)
         #expect(result.fields["frees"].flatMap { UInt64($0) } ?? 0 >= result.iterations)
         #expect(report.cases["mqtt.publish.v5.qos1"] == nil)
+        #expect(report.cases["agent.publish.connected"] == nil)
+        #expect(report.cases["spool.append"]?.passed == true)
         #expect(report.status == 0)
     }
 }

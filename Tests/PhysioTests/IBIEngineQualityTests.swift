@@ -86,4 +86,34 @@ import Testing
         #expect(!afterWarmUp.isEmpty)
         #expect(afterWarmUp.allSatisfy { self.isTrue($0.beat.time, in: beats) })
     }
+
+    @Test func recoversABeatTooSmallForTheDetector() {
+        // Pulse 50 is a fifth of its neighbours' size: its upstroke stays under the detector's threshold, so the
+        // interval from beat 49 to beat 51 spans two beats. Midway lies a pulse of the template's shape: the missed
+        // beat, recovered with both its intervals, inside the latency budget.
+        var pulse = self.pulse
+        pulse.scale = { $0 == 50 ? 0.2 : 1 }
+        let beats = pulse.beats(intervals: self.rhythm(base: 0.6, count: 80))
+        var engine = IBIEngine()
+        let run = EngineRun.run(&engine, samples: pulse.samples(beats: beats, until: 45))
+        let small = run.emitted.first { abs($0.time - beats[50]) <= 2.0 / 64 }
+        #expect(small.map { abs($0.interval - (beats[50] - beats[49])) <= 2.0 / 64 } == true)
+        #expect(small.map { $0.confirmedAt - $0.time <= engine.configuration.maximumLatency } == true)
+        let next = run.emitted.first { abs($0.time - beats[51]) <= 2.0 / 64 }
+        #expect(next.map { abs($0.interval - (beats[51] - beats[50])) <= 2.0 / 64 } == true)
+        #expect(run.emitted.allSatisfy { $0.interval < 0.8 })
+    }
+
+    @Test func doesNotTakeTheDicroticWaveForAMissedBeat() {
+        // Every pulse normal, one beat missing from the rhythm (a pause of two intervals): the only thing between
+        // the two beats is the first one's dicrotic wave, a third of the way, which must not be recovered as a beat.
+        var intervals = self.rhythm(base: 0.6, count: 80)
+        intervals[49] = 1.2
+        let beats = self.pulse.beats(intervals: intervals)
+        var engine = IBIEngine()
+        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: 45))
+        #expect(run.beats.allSatisfy { entry in beats.contains { abs($0 - entry.beat.time) <= 2.0 / 64 } })
+        #expect(run.emitted.allSatisfy { abs($0.time - beats[50]) > 2.0 / 64 })
+        #expect(run.emitted.contains { $0.time > beats[52] && $0.time < beats[56] })
+    }
 }

@@ -7,7 +7,10 @@ free loopback port and empalinkd, waits until every wristband streams, warms up,
 - CPU: run time of every empalinkd thread (/proc/PID/task/*/schedstat, nanoseconds; utime + stime from
   /proc/PID/stat is kept in the JSON but counts 10 ms ticks) over the window, as a share of one core; divided by N
   for the share per wristband.
-- RSS: VmRSS (and the peak VmHWM) from /proc/PID/status at the end of the window.
+- RSS: VmRSS (and the peak VmHWM) from /proc/PID/status at the end of the window. In the JSON also the resident
+  KiB per mapped file and how much of it was referenced during the window (referenced bits cleared through
+  /proc/PID/clear_refs at its start). For the daemon's own binary and heap that is its steady-state working set;
+  for shared libraries it over-counts (a page cache folio other processes use reads as referenced).
 - Wake-ups: voluntary context switches summed over every thread (/proc/PID/task/*/status) per second: each one
   is a thread blocking (epoll_wait, a futex) and being woken again. Involuntary switches (preemption) are shown
   apart.
@@ -90,8 +93,29 @@ def rollup(pid):
     return values.get("pss", 0), values.get("anonymous", 0)
 
 
-def rss_by_file(pid):
-    """Resident KiB per mapped file ("[anon]" for heap, stacks and anonymous maps), largest first."""
+def clear_referenced(pid):
+    """Clears the referenced bits of every page of the process (/proc/PID/clear_refs), so that `Referenced`
+    afterwards counts the pages it touched since: its working set over the window."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("1")
+        return True
+    except OSError:
+        return False
+
+
+def referenced_kib(pid):
+    """KiB of the process's resident pages referenced since clear_referenced (smaps_rollup `Referenced`)."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Referenced:"):
+                return int(line.split()[1])
+    return 0
+
+
+def rss_by_file(pid, field="Rss"):
+    """Resident KiB per mapped file ("[anon]" for heap, stacks and anonymous maps), largest first; `field` picks
+    another smaps figure (e.g. "Referenced")."""
     totals = {}
     current = "[anon]"
     with open(f"/proc/{pid}/smaps") as f:
@@ -99,7 +123,7 @@ def rss_by_file(pid):
             parts = line.split()
             if parts and not parts[0].endswith(":"):
                 current = os.path.basename(parts[5]) if len(parts) > 5 and parts[5].startswith("/") else "[anon]"
-            elif parts and parts[0] == "Rss:":
+            elif parts and parts[0] == field + ":":
                 totals[current] = totals.get(current, 0) + int(parts[1])
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
 
@@ -368,11 +392,14 @@ def run_one(args, devices, batch_ms):
         time.sleep(args.warmup)
         pid = stack.daemon.pid
         load_before = loadavg()
+        cleared = clear_referenced(pid)
         before = snapshot(pid)
         wall_start = time.time()
         time.sleep(args.seconds)
         after = snapshot(pid)
         wall_end = time.time()
+        working_set = referenced_kib(pid) if cleared else None
+        referenced_by_file = rss_by_file(pid, "Referenced") if cleared else {}
         rss = status_field(pid, "VmRSS")
         hwm = status_field(pid, "VmHWM")
         pss, anonymous = rollup(pid)
@@ -391,6 +418,7 @@ def run_one(args, devices, batch_ms):
         **measured,
         "cpu_percent_per_wristband": measured["cpu_percent"] / devices,
         "rss_kib": rss, "hwm_kib": hwm, "pss_kib": pss, "anonymous_kib": anonymous, "rss_kib_by_file": by_file,
+        "working_set_kib": working_set, "referenced_kib_by_file": referenced_by_file,
         "latency_ms_p50": 1000 * percentile(delays, 50), "latency_ms_p99": 1000 * percentile(delays, 99),
         "latency_ms_max": 1000 * max(delays) if delays else float("nan"),
         "latency_samples": len(delays), "unaligned_serials": unaligned,
@@ -430,7 +458,9 @@ def main():
     parser.add_argument("--batch", default="0,250", help="batch_ms values")
     parser.add_argument("--seconds", type=float, default=20, help="measurement window per run")
     parser.add_argument("--warmup", type=float, default=5, help="seconds after every wristband streams")
-    parser.add_argument("--idle-seconds", type=float, default=30)
+    parser.add_argument("--idle-seconds", type=float, default=30, help="0 skips the idle run")
+    parser.add_argument("--rss-files", type=int, default=0, metavar="N",
+                        help="also print each run's N largest resident mappings by file")
     parser.add_argument("--connect-timeout", type=float, default=90)
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
@@ -448,11 +478,12 @@ def main():
           f"{results['binary']['stripped_bytes'] / 1e6:.1f} MB", flush=True)
     print(f"bench-daemon: {os.cpu_count()} CPUs, load {loadavg():.2f}; window {args.seconds:.0f} s, "
           f"warm-up {args.warmup:.0f} s", flush=True)
-    results["idle"] = run_idle(args)
-    idle = results["idle"]
-    print(f"idle: {idle['wakeups_per_s']:.2f} wake-ups/s (+{idle['involuntary_per_s']:.2f} involuntary), "
-          f"CPU {idle['cpu_percent']:.3f} %, RSS {idle['rss_kib'] / 1024:.1f} MiB, {idle['threads']} threads",
-          flush=True)
+    idle = None
+    if args.idle_seconds > 0:
+        results["idle"] = idle = run_idle(args)
+        print(f"idle: {idle['wakeups_per_s']:.2f} wake-ups/s (+{idle['involuntary_per_s']:.2f} involuntary), "
+              f"CPU {idle['cpu_percent']:.3f} %, RSS {idle['rss_kib'] / 1024:.1f} MiB, {idle['threads']} threads",
+              flush=True)
     for batch_ms in (int(value) for value in args.batch.split(",")):
         for devices in (int(value) for value in args.devices.split(",")):
             run = run_one(args, devices, batch_ms)
@@ -462,6 +493,12 @@ def main():
                   f"{run['wakeups_per_s']:.0f} wake-ups/s, latency p50 {run['latency_ms_p50']:.1f} ms "
                   f"p99 {run['latency_ms_p99']:.1f} ms (n={run['latency_samples']}), "
                   f"load {run['load_before']:.1f}", flush=True)
+            if args.rss_files > 0:
+                top = list(run["rss_kib_by_file"].items())[:args.rss_files]
+                referenced = run["referenced_kib_by_file"]
+                print("  RSS / referenced in the window, by file (KiB): "
+                      + ", ".join(f"{name} {kib}/{referenced.get(name, '?')}" for name, kib in top)
+                      + f"; Pss {run['pss_kib']}, anon {run['anonymous_kib']}", flush=True)
 
     print()
     print("| batch_ms | wristbands | CPU % of one core | CPU % per wristband | RSS MiB (peak) | anon MiB "
@@ -474,9 +511,10 @@ def main():
               f"{run['latency_ms_p99']:.1f} / "
               f"{run['latency_ms_max']:.1f} ({run['latency_samples']}) | {run['first_latency_ms_p50']:.1f} / "
               f"{run['first_latency_ms_p99']:.1f} | {run['load_before']:.1f} |")
-    print(f"| idle | 0 | {idle['cpu_percent']:.3f} | – | {idle['rss_kib'] / 1024:.1f} | "
-          f"{idle['anonymous_kib'] / 1024:.1f} | "
-          f"{idle['wakeups_per_s']:.2f} | – | – | {idle['load']:.1f} |")
+    if idle is not None:
+        print(f"| idle | 0 | {idle['cpu_percent']:.3f} | – | {idle['rss_kib'] / 1024:.1f} | "
+              f"{idle['anonymous_kib'] / 1024:.1f} | "
+              f"{idle['wakeups_per_s']:.2f} | – | – | {idle['load']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

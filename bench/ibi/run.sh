@@ -8,7 +8,8 @@ DATA=${DATA:-../shared/data/e4-msr2023}
 EVAL=${EVAL:-../shared/tools/eval_ibi.py}
 OUT=${OUT:-.build/bench-ibi}
 mkdir -p "$OUT/real" "$OUT/synth"
-"$BIN/empalinkctl" ibi --bvp "$DATA/BVP.csv" --acc "$DATA/ACC.csv" --out "$OUT/real/empalink.csv"
+"$BIN/empalinkctl" ibi --bvp "$DATA/BVP.csv" --acc "$DATA/ACC.csv" --out "$OUT/real/empalink.csv" \
+    --beats "$OUT/real/empalink-beats.csv"
 "$PY" bench/ibi/peers.py --bvp "$DATA/BVP.csv" --outdir "$OUT/real"
 "$PY" "$EVAL" --bvp "$DATA/BVP.csv" --acc "$DATA/ACC.csv" --ref "$DATA/IBI.csv" --hr "$DATA/HR.csv" --tol 0.1 \
     --detections "$OUT/real/empalink.csv" "$OUT/real/neurokit2.csv" "$OUT/real/heartpy.csv" \
@@ -21,3 +22,9 @@ for d in "$OUT"/synth/data/*/; do
     "$PY" bench/ibi/peers.py --bvp "$d/BVP.csv" --outdir "$OUT/synth/$name"
 done
 "$PY" bench/ibi/table.py --out "$OUT" --eval "$EVAL"
+# Why the reference rows we do not cover are missed (Docs/ibi.md, "What still misses").
+"$PY" bench/ibi/analyse_misses.py --beats "$OUT/real/empalink-beats.csv" --data "$DATA" --eval "$EVAL" \
+    > "$OUT/real/misses.txt"
+# Which of our motion-time emissions Empatica does not have, and what sets them apart (Docs/ibi.md).
+"$PY" bench/ibi/analyse_motion.py --beats "$OUT/real/empalink-beats.csv" --data "$DATA" --eval "$EVAL" \
+    > "$OUT/real/motion.txt"

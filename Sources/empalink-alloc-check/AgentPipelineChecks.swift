@@ -1,0 +1,202 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Agent
+import CAllocationCounter
+import Config
+import E4
+import EventLoop
+import MQTT
+
+/// The agent's own hand-off (SPEC §8, §11), through ``AgentPipelineProbe``: the real `AgentRuntime`, built from a
+/// configuration file by `ConfigurationLoader` as `empalinkd` builds it, with one wristband's `DevicePublisher`.
+/// An iteration is one BVP and one ACC notification: decode, timestamps, IBI engine, the publisher's batches,
+/// JSON into the shared buffer, `Outbox.publish`, then `mosquitto_publish` or the spool.
+///
+/// - `agent.publish.connected`: `batch_ms` 0, broker connected, QoS 1, MQTT 5: each notification is published
+///   at once; the loop runs until every message is acknowledged (PUBACK read and counted by the outbox).
+/// - `agent.publish.flush`: `batch_ms` 60 000 (the timer never fires by itself while measuring), the
+///   notifications go into the batches and then ``AgentPipelineProbe/flushTick()`` — the batch timer's firing —
+///   publishes them, acknowledged as above.
+/// - `agent.publish.spooled`: the broker has gone away (stopped, the disconnection seen by the agent): every
+///   message goes to the spool, whose writer thread runs.
+///
+/// libmosquitto's copies of each message are reported apart (`libmosquitto=`), as in ``MQTTChecks``; what our
+/// code allocates (`ours=`) must be 0.
+enum AgentPipelineChecks {
+    static let serial = "9ff167"
+
+    static func run(iterations: Int) throws(CheckError) -> [AllocationMeasurement] {
+        // Every allocation's stack is captured to attribute it; about 20 per iteration (two or three QoS 1
+        // messages, 8 libmosquitto allocations each) must fit the counter's stack storage.
+        let iterations = min(iterations, Int(ALLOC_COUNTER_MAX_STACKS) / 32)
+        let broker = try MosquittoProcess()
+        let scratch = try ScratchDirectory()
+        var results: [AllocationMeasurement] = []
+        results.append(try Self.connected(broker: broker, scratch: scratch, iterations: iterations, flush: false))
+        results.append(try Self.connected(broker: broker, scratch: scratch, iterations: iterations, flush: true))
+        results.append(try Self.spooled(broker: broker, scratch: scratch, iterations: iterations))
+        return results
+    }
+
+    /// The configuration `empalinkd` would load for the case, from a file written into `scratch`.
+    static func configuration(_ name: String, scratch: ScratchDirectory, port: Int, batchMilliseconds: Int)
+        throws(CheckError) -> AgentConfiguration
+    {
+        let text = """
+            [agent]
+            id = "alloc-check"
+            control_socket = "\(scratch.path)/\(name).sock"
+
+            [mqtt]
+            host = "127.0.0.1"
+            port = \(port)
+            client_id = "alloc-check-\(name)"
+            protocol = "5"
+            qos = 1
+            topic_prefix = "empalink"
+
+            [publish]
+            batch_ms = \(batchMilliseconds)
+
+            [spool]
+            dir = "\(scratch.path)/\(name)-spool"
+            mode = "offline"
+
+            """
+        let path = try scratch.write(name + ".toml", text)
+        do {
+            return try ConfigurationLoader.load(path: path)
+        } catch {
+            let reasons = error.diagnostics.map { $0.formatted(path: path) }
+            throw CheckError("\(name): configuration: \(reasons.joined(separator: "; "))")
+        }
+    }
+
+    /// A probe for `name`, connected to `broker`.
+    static func connectedProbe(_ name: String, broker: MosquittoProcess, scratch: ScratchDirectory,
+                               batchMilliseconds: Int) throws(CheckError) -> AgentPipelineProbe
+    {
+        let configuration = try Self.configuration(name, scratch: scratch, port: broker.port,
+                                                   batchMilliseconds: batchMilliseconds)
+        let probe: AgentPipelineProbe
+        do {
+            probe = try AgentPipelineProbe(configuration: configuration, serial: Self.serial)
+        } catch {
+            throw CheckError("\(name): \(error)")
+        }
+        let loop = probe.eventLoop
+        probe.onConnectionEvent = { _ in loop.stop() }
+        do {
+            try probe.startMQTT()
+            let guardTimer = try loop.scheduleTimer(after: .seconds(10)) { loop.stop() }
+            loop.run()
+            loop.cancel(guardTimer)
+        } catch {
+            throw CheckError("\(name): MQTT start: \(error)")
+        }
+        probe.onConnectionEvent = nil
+        guard probe.isConnected else { throw CheckError("\(name): no connection to mosquitto on \(broker.port)") }
+        return probe
+    }
+
+    static func connected(broker: MosquittoProcess, scratch: ScratchDirectory, iterations: Int, flush: Bool)
+        throws(CheckError) -> AllocationMeasurement
+    {
+        let name = flush ? "agent.publish.flush" : "agent.publish.connected"
+        let probe = try Self.connectedProbe(name, broker: broker, scratch: scratch,
+                                            batchMilliseconds: flush ? 60_000 : 0)
+        defer { probe.close() }
+        let loop = probe.eventLoop
+        // Stop the loop once nothing published is waiting for its PUBACK.
+        probe.onAcknowledgement = { [unowned probe] in
+            let counters = probe.counters
+            if counters.acknowledged >= counters.published { loop.stop() }
+        }
+        var failures = 0
+        let guardTimer = try? loop.scheduleTimer(after: .seconds(120)) {
+            failures += 1
+            loop.stop()
+        }
+        defer { if let guardTimer { loop.cancel(guardTimer) } }
+        var feed = NotificationFeed()
+        let body = {
+            feed.sendPair(to: probe)
+            if flush { probe.flushTick() }
+            let counters = probe.counters
+            if counters.acknowledged < counters.published { loop.run() }
+        }
+        // Past the IBI engine's start-up (60 s of data), so IBI and HR messages are published while counting;
+        // their first publication also creates their topics' state in the broker connection.
+        for _ in 0..<(60 * 64 / 11) { body() }
+        let before = probe.counters
+        // Ours: 0 in release. Debug only: the MQTT client's `IOEvents` array literals at
+        // MQTTClient+Connection.swift:108 and :118 (and `SetAlgebra.init` over them), about 8 per socket wake-up;
+        // the PUBACKs of an iteration's two or three messages arrive in one to three wake-ups.
+        let limit = Budget.perIteration(release: 0, debug: 24, iterations)
+        var measurement = AllocationMeasurement.measure(name, iterations: iterations, warmUp: 0, limit: limit,
+                                                        classifyLibrary: true, body)
+        let during = probe.counters - before
+        // Two messages per iteration (BVP, ACC) plus the IBI and HR events of the beats that fell in it.
+        if failures > 0 || during.published < 2 * UInt64(iterations) || during.acknowledged != during.published
+            || during.spooled != 0 || during.dropped != 0 || during.oversized != 0
+        {
+            measurement.failure = "\(failures) timeouts; \(during)"
+        } else if UInt64(alloc_counter_stack_count()) < measurement.allocations {
+            measurement.failure = "stack capture full: not every allocation was attributed"
+        }
+        printError("\(name): \(during.published) messages published and acknowledged for \(iterations) pairs")
+        return measurement
+    }
+
+    /// The broker goes away: stopped, and the agent has seen the disconnection. Every message is then spooled.
+    static func spooled(broker: MosquittoProcess, scratch: ScratchDirectory, iterations: Int)
+        throws(CheckError) -> AllocationMeasurement
+    {
+        let name = "agent.publish.spooled"
+        let probe = try Self.connectedProbe(name, broker: broker, scratch: scratch, batchMilliseconds: 0)
+        defer { probe.close() }
+        let loop = probe.eventLoop
+        broker.stop()
+        probe.onConnectionEvent = { event in
+            if case .disconnected = event { loop.stop() }
+        }
+        do {
+            let guardTimer = try loop.scheduleTimer(after: .seconds(10)) { loop.stop() }
+            loop.run()
+            loop.cancel(guardTimer)
+        } catch {
+            throw CheckError("\(name): \(error)")
+        }
+        probe.onConnectionEvent = nil
+        guard !probe.isConnected else { throw CheckError("\(name): still connected after the broker stopped") }
+        var feed = NotificationFeed()
+        // The loop does not run while counting (nothing to wait for); the spool's writer thread drains the ring.
+        // The first message of each stream finds the broker away (an `MQTTError` is made and caught) and is
+        // spooled; later ones go behind it in the spool without trying the broker (SPEC §11 order).
+        for _ in 0..<(60 * 64 / 11) { feed.sendPair(to: probe) }
+        let before = probe.counters
+        var measurement = AllocationMeasurement.measure(name, iterations: iterations, warmUp: 0, limit: 0) {
+            feed.sendPair(to: probe)
+        }
+        let during = probe.counters - before
+        if during.spooled < 2 * UInt64(iterations) || during.published != 0 || during.dropped != 0 {
+            measurement.failure = "\(during)"
+        }
+        printError("\(name): \(during.spooled) messages spooled for \(iterations) pairs")
+        return measurement
+    }
+}
+
+extension AgentPipelineProbe.Counters: CustomStringConvertible {
+    public var description: String {
+        "published=\(self.published) acknowledged=\(self.acknowledged) spooled=\(self.spooled) "
+            + "dropped=\(self.dropped) oversized=\(self.oversized)"
+    }
+
+    static func - (lhs: Self, rhs: Self) -> Self {
+        Self(published: lhs.published - rhs.published, acknowledged: lhs.acknowledged - rhs.acknowledged,
+             spooled: lhs.spooled - rhs.spooled, dropped: lhs.dropped - rhs.dropped,
+             oversized: lhs.oversized - rhs.oversized)
+    }
+}
