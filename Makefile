@@ -60,16 +60,19 @@ faults: deps build
 ## test-bluez: the agent against Debian's real bluetoothd 5.66 in a QEMU VM (issue #10): btvirt's virtual LE radio,
 ## `empalink-sim --peripheral` on hci1, empalinkd on hci0, mosquitto; checks on the host (Tests/bluez). The VM's
 ## assets (kernel, debootstrap rootfs, initramfs) are built once into .cache/bluez-vm, concurrently with the static
-## release build of the binaries (what a Pi runs; the same build `make bench` and `make deb` use).
+## release build of the binaries (what a Pi runs: the Swift runtime linked statically, as bench-daemon builds them).
 ## BLUEZ_VM_PACKAGES are only what this target needs, so they stay out of APT_PACKAGES (qemu alone is ~100 MB).
 BLUEZ_VM_PACKAGES := qemu-system-x86 debootstrap busybox-static cpio
-test-bluez: deps
+# The binaries are linked as bench-daemon links them (the daemon with libstdc++ static too), so the two targets
+# share .build/release without relinking each other.
+test-bluez: deps static-libstdc++
 	@$(MAKE) --no-print-directory apt-deps APT_PACKAGES="$(APT_PACKAGES) $(BLUEZ_VM_PACKAGES)"
 	@mkdir -p .build; \
 	bash vm/build-assets.sh > .build/bluez-vm-assets.log 2>&1 & assets=$$!; \
 	built=0; \
-	for p in empalinkd empalink-sim empalinkctl; do \
-	  $(SWIFT) build -c release --static-swift-stdlib --product $$p || { built=1; break; }; \
+	$(SWIFT) build -c release --static-swift-stdlib $(DAEMON_LDFLAGS) --product empalinkd || built=1; \
+	for p in empalink-sim empalinkctl; do \
+	  [ $$built = 0 ] && { $(SWIFT) build -c release --static-swift-stdlib --product $$p || built=1; }; \
 	done; \
 	wait $$assets || { cat .build/bluez-vm-assets.log; echo "test-bluez: building the VM assets failed"; exit 1; }; \
 	exit $$built
