@@ -115,6 +115,13 @@ def test_notifications_came_through_acquire_notify(vm):
     objects = vm.text("objects-connected.txt")
     notify_acquired = len(re.findall(r'string "NotifyAcquired"\s+variant\s+boolean true', objects))
     assert notify_acquired >= 6, f"bluetoothd shows NotifyAcquired on {notify_acquired} characteristics"
+    # The agent's own account (metrics `notify_acquired` / `notify_fallbacks`) agrees with the bus.
+    metrics = [m.json for m in vm.messages if m.topic == f"{PREFIX}/{AGENT}/metrics" and m.json]
+    device = next((m["devices"][serial(vm)] for m in reversed(metrics) if serial(vm) in m.get("devices", {})), None)
+    assert device is not None, "no metrics message names the wristband"
+    fact(f"  agent metrics: notify_acquired {device['notify_acquired']}, notify_fallbacks {device['notify_fallbacks']}")
+    assert device["notify_fallbacks"] == 0, device
+    assert device["notify_acquired"] >= 6, device
 
 
 def test_every_stream_arrived_with_contiguous_seq_per_session(vm):
