@@ -117,7 +117,7 @@ def test_metrics_show_every_stream_subscribed_through_acquire_notify(run):
     for k in WHITELISTED:
         device = devices[serial(k)]
         assert device["notify_fallbacks"] == 0, device
-        assert device["notify_acquired"] >= 6 and device["notify_acquired"] % 6 == 0, device
+        assert device["notify_acquired"] >= 6, device
 
 
 def test_metrics_arrive_every_interval(run):
