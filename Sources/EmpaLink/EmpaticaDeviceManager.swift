@@ -73,6 +73,8 @@ public final class EmpaticaDeviceManager {
     var reconnectTimer: TimerHandle?
     var deadline: TimerHandle?
     var awaitingServices = false
+    /// This attempt's `Connect` succeeded: BlueZ holds a link for us even if it never signalled `Connected`.
+    var linkRequested = false
     var streams: [NotificationStream] = []
     /// Characteristics subscribed through StartNotify, by path, with their stream.
     var valueSubscriptions: [String: E4Stream] = [:]
@@ -164,6 +166,7 @@ public final class EmpaticaDeviceManager {
             return
         }
         self.attempt &+= 1
+        self.linkRequested = false
         self.counters.connectAttempts &+= 1
         let attempt = self.attempt
         self.setStatus(.connecting)
@@ -176,6 +179,7 @@ public final class EmpaticaDeviceManager {
             guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
             switch result {
             case .success:
+                self.linkRequested = true
                 self.connectedAtLinkLevel()
             case .failure(let error) where error.name == BlueZNames.Error.inProgress:
                 // BlueZ is already connecting this device (another client, or our earlier attempt): wait for
@@ -204,8 +208,13 @@ public final class EmpaticaDeviceManager {
         self.cancelTimers()
         self.closeStreams()
         self.awaitingServices = false
-        // Leave BlueZ in a clean state: an attempt that timed out may still be connecting.
-        if let api = self.api, api.bluez.device(at: self.path)?.connected == true || error.isTimeout {
+        // Leave BlueZ in a clean state: an attempt that timed out may still be connecting, and one that failed
+        // after `Connect` succeeded holds a link whose `Connected = true` bluetoothd may never have signalled.
+        let info = self.api?.bluez.device(at: self.path)
+        if let api = self.api, info?.connected == true || info?.servicesResolved == true || self.linkRequested
+            || error.isTimeout
+        {
+            self.linkRequested = false
             api.bluez.disconnect(device: self.path) { _ in }
         }
         self.connectedSince = nil
