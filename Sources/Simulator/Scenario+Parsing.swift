@@ -41,8 +41,9 @@ extension Scenario {
                     scenario.faults.append(try Self.fault(item, at: entry.value.position))
                 }
             default:
-                throw ScenarioError("unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault)",
-                                    at: entry.keyPosition)
+                throw ScenarioError(
+                    "unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault)",
+                    at: entry.keyPosition)
             }
         }
         // A [[device]] table copies [physiology] as it stands at that point of the file: write [physiology] first.

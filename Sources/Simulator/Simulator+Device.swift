@@ -203,8 +203,7 @@ extension Simulator {
         let linkWasUp = device.linkUp
         device.linkUp = false
         // A Connect still waiting: the link never came up (once it is up, Connect has been answered).
-        device.pendingConnect?.fail(BlueZError.failed(linkWasUp ? "Disconnected early"
-                                                                : "le-connection-abort-by-local"))
+        device.pendingConnect?.fail(BlueZError.failed("le-connection-abort-by-local"))
         device.pendingConnect = nil
         device.state = .disconnected
         device.lastActivity = self.now
