@@ -19,6 +19,9 @@ enum BlueZError {
         DBusError(name: prefix + "NotSupported", message: "Operation is not supported")
     }
     static var notConnected: DBusError { DBusError(name: prefix + "NotConnected", message: "Not Connected") }
+    /// A remote's "invalid attribute value length" as the central's bluetoothd reports it (`att_ecode_to_error`).
+    static var invalidLength: DBusError { DBusError(name: prefix + "InvalidArguments", message: "Invalid Length") }
+    /// What a GATT application answers for a value of the wrong length (bluetoothd turns it into the ATT error).
     static var invalidValueLength: DBusError {
         DBusError(name: prefix + "InvalidValueLength", message: "Invalid Value Length")
     }

@@ -17,6 +17,8 @@ extension Scenario {
             switch entry.key {
             case "timing":
                 try scenario.parseTiming(try Self.table(entry.value, "timing"))
+            case "bluetoothd":
+                try scenario.parseBluetoothd(try Self.table(entry.value, "bluetoothd"))
             case "physiology":
                 let table = try Self.table(entry.value, "physiology")
                 scenario.physiology = try Self.physiology(table, base: scenario.physiology, allowRange: true,
@@ -39,8 +41,9 @@ extension Scenario {
                     scenario.faults.append(try Self.fault(item, at: entry.value.position))
                 }
             default:
-                throw ScenarioError("unknown table '\(entry.key)' (expected timing, physiology, device, fault)",
-                                    at: entry.keyPosition)
+                throw ScenarioError(
+                    "unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault)",
+                    at: entry.keyPosition)
             }
         }
         // A [[device]] table copies [physiology] as it stands at that point of the file: write [physiology] first.
@@ -61,8 +64,24 @@ extension Scenario {
                 self.timing.temporaryTimeoutSeconds = try Self.number(v, entry.key, in: 0...86_400)
             case "monitor_lost_s": self.timing.monitorLostSeconds = try Self.number(v, entry.key, in: 0...3600)
             case "tick_ms": self.timing.tickMilliseconds = Int(try Self.integer(v, entry.key, in: 5...1000))
+            case "link_down_ms":
+                self.timing.linkDownMilliseconds = Int(try Self.integer(v, entry.key, in: 0...60_000))
             default:
                 throw ScenarioError("unknown key 'timing.\(entry.key)'", at: entry.keyPosition)
+            }
+        }
+    }
+
+    private mutating func parseBluetoothd(_ table: TOMLTable) throws(ScenarioError) {
+        for entry in table.entries {
+            let v = entry.value
+            switch entry.key {
+            // 23 is ATT's minimum, 517 the largest MTU an exchange can give (BT_ATT_MAX_LE_MTU).
+            case "mtu": self.bluetoothd.attMTU = UInt16(try Self.integer(v, entry.key, in: 23...517))
+            case "connected_signal": self.bluetoothd.signalsConnected = try Self.boolean(v, entry.key)
+            case "scan_restart_s": self.bluetoothd.scanRestartSeconds = try Self.number(v, entry.key, in: 0...3600)
+            default:
+                throw ScenarioError("unknown key 'bluetoothd.\(entry.key)'", at: entry.keyPosition)
             }
         }
     }
@@ -200,6 +219,13 @@ extension Scenario {
             throw ScenarioError("'\(key)' must be in \(range.lowerBound)…\(range.upperBound)", at: value.position)
         }
         return i
+    }
+
+    private static func boolean(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> Bool {
+        guard case .boolean(let b) = value.kind else {
+            throw ScenarioError("'\(key)' must be true or false, found \(value.typeName)", at: value.position)
+        }
+        return b
     }
 
     private static func string(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> String {

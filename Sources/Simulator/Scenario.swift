@@ -2,6 +2,8 @@
 /// ``parse(_:)``; the default value is a quiet run.
 public struct Scenario: Hashable, Sendable {
     public var timing = SimulatorTiming()
+    /// Where the simulated bluetoothd copies one of real bluetoothd's habits (table `[bluetoothd]`).
+    public var bluetoothd = BluetoothdBehaviour()
     /// Physiology for every device, unless overridden.
     public var physiology = PhysiologyParameters()
     /// When set, each device draws its heart rate from this range (seeded); an explicit override wins.

@@ -30,6 +30,7 @@ final class SimulatedDevice {
     var pendingConnect: DBusMethodCall?
     /// `Disconnect` calls answered when the link is down, before `Connected` goes false (bluetoothd's order).
     var pendingDisconnects: [DBusMethodCall] = []
+    /// The pending radio step: connect timeout, link up, services resolved, or a `Disconnect`'s two phases.
     var connectTimer: TimerHandle?
     /// The radio link is up (`Connected` is true), whatever the state of a pending `Disconnect`.
     var linkUp = false

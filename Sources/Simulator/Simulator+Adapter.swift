@@ -107,6 +107,7 @@ extension Simulator {
         let now = self.now
         if discovering, self.discoveringSince == nil {
             self.discoveringSince = now
+            self.scanRestartedAt = now
             self.setProperty(Simulator.adapterPath, Simulator.adapterInterface, "Discovering", .boolean(true))
         } else if !discovering, self.discoveringSince != nil {
             self.stopDiscoveringClock()
@@ -174,9 +175,13 @@ extension Simulator {
     func radioTick() {
         guard self.bluez != nil else { return }
         for device in self.devices { device.stepRSSI() }
-        self.advertise(onlyNew: false)
         let now = self.now
         let discovering = self.discoveringSince != nil
+        // bluetoothd restarts its LE scan every ~10 s and then announces each device's RSSI again.
+        let restart = self.scenario.bluetoothd.scanRestartSeconds
+        let restarted = discovering && restart > 0 && now - self.scanRestartedAt >= restart
+        if restarted { self.scanRestartedAt = now }
+        self.advertise(onlyNew: false, scanRestarted: restarted)
         for device in self.devices where device.exported && device.state == .disconnected && !discovering {
             let tracked = self.monitors.contains { $0.found[device.index] != nil }
             if !tracked && now - device.lastActivity > self.scenario.timing.temporaryTimeoutSeconds {
@@ -195,7 +200,9 @@ extension Simulator {
     }
 
     /// Delivers one advertisement from each advertising device to discovery and monitors.
-    func advertise(onlyNew: Bool) {
+    ///
+    /// - Parameter scanRestarted: the scan just restarted, so discovery re-announces every RSSI.
+    func advertise(onlyNew: Bool, scanRestarted: Bool = false) {
         guard self.powered, self.bluez != nil else { return }
         let now = self.now
         for device in self.devices where device.isAdvertising(at: now) {
@@ -203,7 +210,7 @@ extension Simulator {
             var seen = false
             if self.discoveringSince != nil && self.passesDiscoveryFilters(device) {
                 seen = true
-                self.reportFound(device)
+                self.reportFound(device, scanRestarted: scanRestarted)
             }
             for monitor in self.monitors where monitor.matches(device.advertisingData) {
                 if !device.exported { self.exportDevice(device, withRSSI: true) }
@@ -221,9 +228,16 @@ extension Simulator {
     }
 
     /// A discovered advertisement: the device appears (InterfacesAdded) or its RSSI changes.
-    func reportFound(_ device: SimulatedDevice) {
+    func reportFound(_ device: SimulatedDevice, scanRestarted: Bool = false) {
         if !device.exported {
             self.exportDevice(device, withRSSI: true)
+            return
+        }
+        if scanRestarted {
+            // A first report after the scan restarted: bluetoothd signals RSSI even when it is unchanged.
+            device.rssiPresent = true
+            self.setProperty(device.path, Simulator.deviceInterface, "RSSI", .int16(device.rssi), emit: false)
+            self.emitPropertiesChanged(device.path, Simulator.deviceInterface, [("RSSI", .int16(device.rssi))])
             return
         }
         let current = self.bluez?.objects.property(device.path, interface: Simulator.deviceInterface, name: "RSSI")

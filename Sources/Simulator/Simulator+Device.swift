@@ -34,7 +34,10 @@ extension Simulator {
                 guard let self, let device else { return }
                 self.disconnect(device, call)
             },
-            DBusMethod("ConnectProfile", in: "s") { call in call.fail(BlueZError.notSupported) },
+            // bluetoothd tries an SDP search over BR/EDR, which an LE-only device fails.
+            DBusMethod("ConnectProfile", in: "s") { call in
+                call.fail(BlueZError.failed("br-connection-sdp-search"))
+            },
             DBusMethod("DisconnectProfile", in: "s") { call in call.fail(BlueZError.notSupported) },
             DBusMethod("Pair") { call in call.fail(BlueZError.failed("Pairing is not simulated")) },
             DBusMethod("CancelPairing") { call in call.fail(BlueZError.doesNotExist) },
@@ -96,24 +99,42 @@ extension Simulator {
             }
             return
         }
-        // Radio connection, then GATT discovery; bluetoothd answers Connect once services are resolved.
+        // bluetoothd answers Connect once the LE link and ATT are up, and resolves the services afterwards.
         let jitter = Int(device.random.unit() * Double(timing.connectMilliseconds) * 0.5)
         let delay = timing.connectMilliseconds + jitter
         device.connectTimer = self.after(milliseconds: delay) { [weak self, weak device] in
             guard let self, let device, device.state == .connecting else { return }
-            device.state = .connected
-            device.linkUp = true
-            device.connects += 1
-            self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(true))
-            self.logger.info("\(device.addressString) connected")
-            device.connectTimer = self.after(milliseconds: timing.servicesMilliseconds) { [weak self, weak device] in
-                guard let self, let device, device.state == .connected else { return }
-                if !device.gattExported { self.exportGATT(device) }
-                device.servicesResolved = true
-                self.setProperty(device.path, Simulator.deviceInterface, "ServicesResolved", .boolean(true))
-                device.pendingConnect?.reply()
-                device.pendingConnect = nil
-            }
+            self.linkCameUp(device)
+        }
+    }
+
+    /// The link is up: `Connected` reads true (signalled only if the scenario says so), the MTU is negotiated and
+    /// `Connect` is answered; GATT discovery follows.
+    func linkCameUp(_ device: SimulatedDevice) {
+        let behaviour = self.scenario.bluetoothd
+        device.state = .connected
+        device.linkUp = true
+        device.connects += 1
+        self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(true),
+                         emit: behaviour.signalsConnected)
+        self.setMTU(device, behaviour.attMTU)
+        self.logger.info("\(device.addressString) connected")
+        device.pendingConnect?.reply()
+        device.pendingConnect = nil
+        device.connectTimer = self.after(milliseconds: self.scenario.timing.servicesMilliseconds) {
+            [weak self, weak device] in
+            guard let self, let device, device.state == .connected else { return }
+            device.connectTimer = nil
+            if !device.gattExported { self.exportGATT(device) }
+            device.servicesResolved = true
+            self.setProperty(device.path, Simulator.deviceInterface, "ServicesResolved", .boolean(true))
+        }
+    }
+
+    /// Sets every characteristic's `MTU` without a signal (bluetoothd computes it when read).
+    func setMTU(_ device: SimulatedDevice, _ mtu: UInt16) {
+        for characteristic in device.characteristics {
+            self.setCharacteristic(characteristic, "MTU", .uint16(mtu), emit: false)
         }
     }
 
@@ -131,14 +152,47 @@ extension Simulator {
         }
         device.pendingDisconnects.append(call)
         device.state = .disconnecting
-        self.after(milliseconds: self.scenario.timing.disconnectMilliseconds) { [weak self, weak device] in
+        // bluetoothd closes the ATT channel first (ServicesResolved false), and the kernel reports the link down
+        // about 300 ms later (Connected false, after the Disconnect calls are answered): two signals.
+        let timing = self.scenario.timing
+        if let timer = device.connectTimer { _ = self.loop.cancel(timer) }
+        device.connectTimer = self.after(milliseconds: timing.disconnectMilliseconds) { [weak self, weak device] in
             guard let self, let device, device.state == .disconnecting else { return }
-            self.dropConnection(device, reason: "disconnected by client", emit: true)
+            if self.closeATT(device, emit: true) {
+                self.emitPropertiesChanged(device.path, Simulator.deviceInterface,
+                                           [("ServicesResolved", .boolean(false))])
+            }
+            device.connectTimer = self.after(milliseconds: timing.linkDownMilliseconds) { [weak self, weak device] in
+                guard let self, let device, device.state == .disconnecting else { return }
+                device.connectTimer = nil
+                self.dropConnection(device, reason: "disconnected by client", emit: true)
+            }
         }
     }
 
-    /// Ends a connection (or attempt): streams stop, notification fds hang up, `ServicesResolved` and then
-    /// `Connected` go false.
+    /// Ends the ATT channel: streams stop, notification fds hang up, `StartNotify` sessions end, and
+    /// `ServicesResolved` is set false without a signal (the caller emits it, alone or with `Connected`).
+    ///
+    /// - Returns: whether the services were resolved.
+    func closeATT(_ device: SimulatedDevice, emit: Bool) -> Bool {
+        device.session = nil
+        for characteristic in device.characteristics {
+            self.releaseNotifyFD(characteristic, emit: emit)
+            if !characteristic.notifyClients.isEmpty {
+                characteristic.notifyClients.removeAll()
+                if emit { self.setCharacteristic(characteristic, "Notifying", .boolean(false)) }
+            }
+        }
+        self.setMTU(device, BluetoothdBehaviour.defaultMTU)
+        guard device.servicesResolved else { return false }
+        device.servicesResolved = false
+        self.setProperty(device.path, Simulator.deviceInterface, "ServicesResolved", .boolean(false), emit: false)
+        return true
+    }
+
+    /// Ends a connection (or attempt). A link lost at once (remote disconnect, out of range, power off) announces
+    /// `ServicesResolved` and `Connected` false in one `PropertiesChanged`, as bluetoothd 5.66 does; after a
+    /// client's `Disconnect` only `Connected` is left to announce.
     ///
     /// - Parameter emit: whether to emit signals (not while the BlueZ face is going away).
     func dropConnection(_ device: SimulatedDevice, reason: String, emit: Bool) {
@@ -148,32 +202,22 @@ extension Simulator {
         }
         let linkWasUp = device.linkUp
         device.linkUp = false
-        // A Connect still waiting for services: bluetoothd answers "Disconnected early" once the link was up.
-        device.pendingConnect?.fail(BlueZError.failed(linkWasUp ? "Disconnected early"
-                                                                : "le-connection-abort-by-local"))
+        // A Connect still waiting: the link never came up (once it is up, Connect has been answered).
+        device.pendingConnect?.fail(BlueZError.failed("le-connection-abort-by-local"))
         device.pendingConnect = nil
-        let wasConnected = linkWasUp
         device.state = .disconnected
-        device.session = nil
         device.lastActivity = self.now
-        for characteristic in device.characteristics {
-            self.releaseNotifyFD(characteristic, emit: emit)
-            if !characteristic.notifyClients.isEmpty {
-                characteristic.notifyClients.removeAll()
-                if emit { self.setCharacteristic(characteristic, "Notifying", .boolean(false)) }
-            }
-        }
-        if device.servicesResolved {
-            device.servicesResolved = false
-            if emit { self.setProperty(device.path, Simulator.deviceInterface, "ServicesResolved", .boolean(false)) }
-        }
+        let resolvedWasTrue = self.closeATT(device, emit: emit)
         // Disconnect calls are answered before Connected goes false (src/device.c, device_remove_connection).
         let disconnects = device.pendingDisconnects
         device.pendingDisconnects.removeAll()
         for call in disconnects { call.reply() }
-        if wasConnected {
-            if emit { self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(false)) }
+        var changed: [(String, DBusValue)] = resolvedWasTrue ? [("ServicesResolved", .boolean(false))] : []
+        if linkWasUp {
+            self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(false), emit: false)
+            changed.append(("Connected", .boolean(false)))
             self.logger.info("\(device.addressString) disconnected: \(reason)")
         }
+        if emit { self.emitPropertiesChanged(device.path, Simulator.deviceInterface, changed) }
     }
 }

@@ -11,8 +11,6 @@ extension Simulator {
     static let serviceInterface = "org.bluez.GattService1"
     static let characteristicInterface = "org.bluez.GattCharacteristic1"
     static let descriptorInterface = "org.bluez.GattDescriptor1"
-    /// The ATT MTU the simulated wristband negotiates: the default, enough for its 20-byte notifications.
-    static let attMTU: UInt16 = 23
 
     func exportGATT(_ device: SimulatedDevice) {
         guard let connection = self.bluez else { return }
@@ -70,7 +68,9 @@ extension Simulator {
             ("Notifying", DBusProperty(.boolean(false))),
             ("Flags", DBusProperty(.strings(characteristic.flags))),
             ("Handle", DBusProperty(.uint16(characteristic.handle + 1))),
-            ("MTU", DBusProperty(.uint16(Simulator.attMTU))),
+            // bluetoothd reads the live ATT MTU; 23 without a link.
+            ("MTU", DBusProperty(.uint16(device.linkUp ? self.scenario.bluetoothd.attMTU
+                                                       : BluetoothdBehaviour.defaultMTU))),
         ]
         if characteristic.canNotify {
             properties.append(("NotifyAcquired", DBusProperty(.boolean(false))))
@@ -112,7 +112,8 @@ extension Simulator {
     func writeValue(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice, _ call: DBusMethodCall) {
         if self.failIfInjected(call, "WriteValue") { return }
         guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
-        guard characteristic.canWrite else { return call.fail(BlueZError.notPermitted("Write not permitted")) }
+        // bluetoothd refuses a write to a characteristic without a write flag itself (src/gatt-client.c).
+        guard characteristic.canWrite else { return call.fail(BlueZError.notSupported) }
         let bytes = call.arguments[0].bytes ?? []
         let decoded = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<E4Command, E4DecodeError> in
             do throws(E4DecodeError) {
@@ -124,7 +125,8 @@ extension Simulator {
         let command: E4Command
         switch decoded {
         case .success(let value): command = value
-        case .failure(.wrongLength), .failure(.tooShort): return call.fail(BlueZError.invalidValueLength)
+        // The wristband answers "invalid attribute value length"; bluetoothd renames that ATT error.
+        case .failure(.wrongLength), .failure(.tooShort): return call.fail(BlueZError.invalidLength)
         case .failure: return call.fail(BlueZError.failed("Operation failed with ATT error: 0x80"))
         }
         switch command {
@@ -162,7 +164,7 @@ extension Simulator {
         }
         characteristic.notifyFD = ours
         characteristic.notifyOwner = call.sender
-        call.reply([.unixFD(theirs.rawValue), .uint16(Simulator.attMTU)])
+        call.reply([.unixFD(theirs.rawValue), .uint16(self.scenario.bluetoothd.attMTU)])
         // D-Bus sent a duplicate; the client owns that one.
         theirs.close()
         self.setCharacteristic(characteristic, "NotifyAcquired", .boolean(true))
@@ -204,9 +206,17 @@ extension Simulator {
         call.reply()
     }
 
+    /// bluetoothd 5.66 (`characteristic_stop_notify`) ends the acquired notification of whichever client holds it
+    /// when the caller has no session of its own: the acquiring client's fd hangs up.
     func stopNotify(_ characteristic: SimulatedCharacteristic, _ call: DBusMethodCall) {
         if self.failIfInjected(call, "StopNotify") { return }
         guard let sender = call.sender, let index = characteristic.notifyClients.firstIndex(of: sender) else {
+            if characteristic.notifyFD != nil {
+                self.logger.info("StopNotify from \(call.sender ?? "?") releases the fd of \(characteristic.path)")
+                call.reply()
+                self.releaseNotifyFD(characteristic, emit: true)
+                return
+            }
             return call.fail(BlueZError.failed("No notify session started"))
         }
         characteristic.notifyClients.remove(at: index)

@@ -37,6 +37,8 @@ public final class Simulator {
     var filters: [String: DiscoveryFilter] = [:]
     var discoverySessions: [String] = []
     var discoveringSince: Double?
+    /// When the simulated LE scan last (re)started, for bluetoothd's RSSI re-announcements.
+    var scanRestartedAt = 0.0
     var discoveringTotal = 0.0
     var monitors: [AdvertisementMonitor] = []
     var injected: [String: InjectedError] = [:]
@@ -287,12 +289,24 @@ public final class Simulator {
     }
 
     /// Sets a property on the BlueZ face (no-op while it is down).
-    func setProperty(_ path: String, _ interface: String, _ name: String, _ value: DBusValue?) {
-        self.bluez?.objects.setProperty(path, interface: interface, name: name, value: value)
+    ///
+    /// - Parameter emit: whether a change is signalled; bluetoothd leaves some changes unsignalled.
+    func setProperty(_ path: String, _ interface: String, _ name: String, _ value: DBusValue?, emit: Bool = true) {
+        self.bluez?.objects.setProperty(path, interface: interface, name: name, value: value, emit: emit)
     }
 
-    func setCharacteristic(_ characteristic: SimulatedCharacteristic, _ name: String, _ value: DBusValue?) {
-        self.setProperty(characteristic.path, "org.bluez.GattCharacteristic1", name, value)
+    func setCharacteristic(_ characteristic: SimulatedCharacteristic, _ name: String, _ value: DBusValue?,
+                           emit: Bool = true) {
+        self.setProperty(characteristic.path, "org.bluez.GattCharacteristic1", name, value, emit: emit)
+    }
+
+    /// Emits one `PropertiesChanged` with several values (already stored with `emit: false`), or with values that
+    /// did not change, as bluetoothd sometimes does; nothing when `changed` is empty or the face is down.
+    func emitPropertiesChanged(_ path: String, _ interface: String, _ changed: [(String, DBusValue)]) {
+        guard !changed.isEmpty, let connection = self.bluez else { return }
+        try? connection.emitSignal(path: path, interface: "org.freedesktop.DBus.Properties",
+                                   member: "PropertiesChanged",
+                                   arguments: [.string(interface), .properties(changed), .strings([])])
     }
 
     /// Runs `work` after `milliseconds` on the loop (a realistic radio or bluetoothd delay).

@@ -95,6 +95,12 @@ import Testing
             [timing]
             connect_ms = 200
             temporary_timeout_s = 12.5
+            link_down_ms = 50
+
+            [bluetoothd]
+            mtu = 185
+            connected_signal = true
+            scan_restart_s = 0
 
             [physiology]
             heart_rate_min = 60
@@ -121,6 +127,13 @@ import Testing
             """)
         #expect(scenario.timing.connectMilliseconds == 200)
         #expect(scenario.timing.temporaryTimeoutSeconds == 12.5)
+        #expect(scenario.timing.linkDownMilliseconds == 50)
+        #expect(scenario.bluetoothd.attMTU == 185)
+        #expect(scenario.bluetoothd.signalsConnected)
+        #expect(scenario.bluetoothd.scanRestartSeconds == 0)
+        // What bluetoothd 5.66 did in the VM is the default.
+        #expect(Scenario().bluetoothd == BluetoothdBehaviour())
+        #expect(Scenario().bluetoothd.attMTU == 517 && !Scenario().bluetoothd.signalsConnected)
         #expect(scenario.heartRateRange == 60...70)
         #expect(scenario.devices[2]?.heartRate == 150)
         #expect(scenario.devices[2]?.motionPerHour == 0)
@@ -135,6 +148,9 @@ import Testing
         ("[[fault]]\nat_s = 1\naction = \"explode\"\n", 1, "'action' must be one of"),
         ("[weather]\n", 1, "unknown table 'weather'"),
         ("[timing]\ntick_ms = \"fast\"\n", 2, "'tick_ms' must be an integer, found string"),
+        ("[bluetoothd]\nmtu = 22\n", 2, "'mtu' must be in 23…517"),
+        ("[bluetoothd]\nconnected_signal = 1\n", 2, "'connected_signal' must be true or false"),
+        ("[bluetoothd]\nmtu_size = 1\n", 2, "unknown key 'bluetoothd.mtu_size'"),
     ])
     func rejectsMistakesWithTheirLine(text: String, line: Int, message: String) {
         #expect {

@@ -40,6 +40,7 @@ final class SimulatorHarness {
         scenario.timing.connectMilliseconds = 50
         scenario.timing.servicesMilliseconds = 20
         scenario.timing.disconnectMilliseconds = 20
+        scenario.timing.linkDownMilliseconds = 30
         scenario.timing.connectTimeoutSeconds = 0.5
         return scenario
     }
@@ -131,12 +132,28 @@ final class SimulatorHarness {
         return device + "/" + (handles[uuid16] ?? "")
     }
 
-    /// Discovers until device 1 is on the bus, then connects and waits for `ServicesResolved`.
+    /// Discovers until device 1 is on the bus, then connects and waits for `ServicesResolved` (signalled after
+    /// `Connect` returned, as bluetoothd does).
     func discoverAndConnect() throws {
         try #require(self.errorName(self.call(Self.adapter, "org.bluez.Adapter1", "StartDiscovery")) == nil)
         try #require(self.wait { self.simulator.devices[0].exported })
         try #require(self.errorName(self.call(Self.device1, "org.bluez.Device1", "Connect")) == nil)
+        try #require(self.wait { self.deviceSignals("ServicesResolved").contains(.boolean(true)) })
         try #require(self.property(Self.device1, "org.bluez.Device1", "ServicesResolved") == .boolean(true))
+    }
+
+    /// The `PropertiesChanged` signals of `path`'s `org.bluez.Device1`, as their changed dictionaries, in order.
+    func deviceChanges(_ path: String = SimulatorHarness.device1) -> [[String: DBusValue]] {
+        self.signals.compactMap { signal in
+            guard signal.member == "PropertiesChanged", signal.path == path, signal.arguments.count == 3,
+                  signal.arguments[0].string == "org.bluez.Device1" else { return nil }
+            return (signal.arguments[1].stringKeyed ?? [:]).mapValues(\.unwrapped)
+        }
+    }
+
+    /// The values `name` took in device 1's `PropertiesChanged` signals, in order.
+    func deviceSignals(_ name: String) -> [DBusValue] {
+        self.deviceChanges().compactMap { $0[name] }
     }
 
     /// Writes the start command to 3E71.

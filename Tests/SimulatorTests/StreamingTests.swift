@@ -21,7 +21,8 @@ import Testing
                 Issue.record("AcquireNotify \(uuid) failed: \(result)")
                 return
             }
-            #expect(values[1] == .uint16(23))
+            // The negotiated ATT MTU (517 between BlueZ ends, the scenario default).
+            #expect(values[1] == .uint16(517))
             var type: CInt = 0
             var length = socklen_t(MemoryLayout<CInt>.size)
             getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length)

@@ -1,0 +1,26 @@
+/// What the simulated bluetoothd does where real ones differ (scenario table `[bluetoothd]`).
+///
+/// The defaults are what Debian's bluetoothd 5.66 did in the VM of issue #10 (`vm/FINDINGS.md`), so that clients
+/// are tested against the real daemon's habits; a scenario can switch each one back for clients that need it.
+public struct BluetoothdBehaviour: Hashable, Sendable {
+    /// The ATT MTU a connection negotiates: `AcquireNotify`'s `q` and `GattCharacteristic1.MTU` while connected.
+    ///
+    /// 517 is what two BlueZ ends agree on (bluetoothd asks for its maximum, 517); what a real E4 accepts is not
+    /// known, and its 20-byte notifications fit the minimum, 23, as well. Clients size buffers from it.
+    public var attMTU: UInt16 = 517
+    /// Whether `Connected = true` is signalled after a `Connect`.
+    ///
+    /// bluetoothd 5.66 did not signal it in the VM: the ATT channel marked the LE bearer connected before the
+    /// kernel's "device connected" event, which then found it connected and returned before emitting (the value
+    /// still reads true). bleak 0.22.3 needs the signal (it waits for services only while its cached `Connected` is
+    /// true), which is why this is a setting.
+    public var signalsConnected = false
+    /// bluetoothd restarts its LE scan about every 10 s and then re-announces each device's `RSSI`, even
+    /// unchanged; 0 announces only changes of 8 dBm or more.
+    public var scanRestartSeconds = 10.0
+
+    /// bluetoothd's ATT MTU before (and without) an exchange.
+    public static let defaultMTU: UInt16 = 23
+
+    public init() {}
+}
