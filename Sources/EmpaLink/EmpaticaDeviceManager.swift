@@ -210,14 +210,23 @@ public final class EmpaticaDeviceManager {
         self.awaitingServices = false
         // Leave BlueZ in a clean state: an attempt that timed out may still be connecting, and one that failed
         // after `Connect` succeeded holds a link whose `Connected = true` bluetoothd may never have signalled.
+        // The next attempt waits for that `Disconnect` to finish: a `Connect` before it would find the old link
+        // still up and reuse it, and its late `Connected = false` would end the new attempt.
         let info = self.api?.bluez.device(at: self.path)
+        self.connectedSince = nil
         if let api = self.api, info?.connected == true || info?.servicesResolved == true || self.linkRequested
             || error.isTimeout
         {
             self.linkRequested = false
-            api.bluez.disconnect(device: self.path) { _ in }
+            let attempt = self.attempt
+            self.setStatus(.disconnected)
+            api.bluez.disconnect(device: self.path) { [weak self] _ in
+                guard let self, self.attempt == attempt, self.deviceStatus == .disconnected,
+                      self.reconnectTimer == nil else { return }
+                self.scheduleReconnect()
+            }
+            return
         }
-        self.connectedSince = nil
         self.setStatus(.disconnected)
         self.scheduleReconnect()
     }

@@ -1,7 +1,8 @@
 /// What the simulated bluetoothd does where real ones differ (scenario table `[bluetoothd]`).
 ///
 /// The defaults are what Debian's bluetoothd 5.66 did in the VM of issue #10 (`vm/FINDINGS.md`), so that clients
-/// are tested against the real daemon's habits; a scenario can switch each one back for clients that need it.
+/// are tested against the real daemon's habits — except `Connected = true`, which is signalled by default as on
+/// real radios (see ``signalsConnected``).
 public struct BluetoothdBehaviour: Hashable, Sendable {
     /// The ATT MTU a connection negotiates: `AcquireNotify`'s `q` and `GattCharacteristic1.MTU` while connected.
     ///
@@ -10,11 +11,12 @@ public struct BluetoothdBehaviour: Hashable, Sendable {
     public var attMTU: UInt16 = 517
     /// Whether `Connected = true` is signalled after a `Connect`.
     ///
-    /// bluetoothd 5.66 did not signal it in the VM: the ATT channel marked the LE bearer connected before the
-    /// kernel's "device connected" event, which then found it connected and returned before emitting (the value
-    /// still reads true). bleak 0.22.3 needs the signal (it waits for services only while its cached `Connected` is
-    /// true), which is why this is a setting.
-    public var signalsConnected = false
+    /// On real radios bluetoothd signals it (the kernel's "device connected" event comes before the ATT channel;
+    /// a Raspberry Pi 400's log in bleak issue #1491), and bleak 0.22.3 needs it: it waits for services only while
+    /// its cached `Connected` is true. In the VM, on btvirt, bluetoothd 5.66 did not: the ATT channel marked the LE
+    /// bearer connected first and the later event returned before emitting (the value still reads true).
+    /// `false` reproduces that; the agent's tests run both.
+    public var signalsConnected = true
     /// bluetoothd restarts its LE scan about every 10 s and then re-announces each device's `RSSI`, even
     /// unchanged; 0 announces only changes of 8 dBm or more.
     public var scanRestartSeconds = 10.0

@@ -80,9 +80,16 @@ import TestSupport
         let api: EmpaticaAPI
         let recorder = Recorder()
 
-        init(devices: Int, allow: [String]?, options: EmpaticaAPI.Options = EmpaticaAPI.Options()) throws {
+        /// - Parameter scenario: the text of a simulator scenario file, if any.
+        init(devices: Int, allow: [String]?, options: EmpaticaAPI.Options = EmpaticaAPI.Options(),
+             scenario: String? = nil) throws {
             self.bus = try TestBus()
-            self.sim = try SimProcess(bus: self.bus, devices: devices)
+            var scenarioPath: String?
+            if let scenario {
+                scenarioPath = self.bus.directory + "/scenario.toml"
+                try scenario.write(toFile: self.bus.directory + "/scenario.toml", atomically: true, encoding: .utf8)
+            }
+            self.sim = try SimProcess(bus: self.bus, devices: devices, scenario: scenarioPath)
             self.loop = try EventLoop()
             self.connection = try DBusConnection.connect(address: self.bus.address, loop: self.loop)
             let keyring = self.bus.directory + "/keyring.toml"
@@ -324,6 +331,33 @@ import TestSupport
         #expect(device.counters.connectFailures == UInt64(count))
         #expect(device.counters.connectAttempts == UInt64(count + 1))
         #expect(device.lastError == nil)
+    }
+
+    /// bluetoothd 5.66 on btvirt never signalled `Connected = true` after `Connect` (vm/FINDINGS.md §1): the API
+    /// must connect on `ServicesResolved` alone, and an attempt that fails after `Connect` succeeded must still
+    /// drop the link it opened, not leave it to the next attempt.
+    @Test func connectsWithoutAConnectedSignalAndDropsTheLinkOfAFailedAttempt() throws {
+        let rig = try Rig(devices: 1, allow: nil, scenario: "[bluetoothd]\nconnected_signal = false\n")
+        defer { rig.close() }
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        var injected = false
+        // The start command is refused once: the attempt fails after the link and the subscriptions are up.
+        rig.control("InjectError", [.string("WriteValue"), .string("org.bluez.Error.Failed"), .string("Failed"),
+                                    .uint32(1)]) { _ in injected = true }
+        #expect(try rig.run(until: { injected }))
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder)
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 },
+                            limit: .seconds(20)))
+        #expect(device.counters.connectFailures == 1)
+        #expect(device.counters.connectAttempts == 2)
+        var devices: [String: DBusValue] = [:]
+        rig.control("Stats", []) { values in devices = values.first?.stringKeyed?["devices"]?.stringKeyed ?? [:] }
+        #expect(try rig.run(until: { !devices.isEmpty }))
+        // Two links: the failed attempt's was disconnected, the second attempt opened its own.
+        #expect(devices["a00101"]?.stringKeyed?["connects"]?.int64 == 2, "\(devices)")
     }
 
     @Test func backgroundModeDutyCyclesDiscoveryAndKeepsStreaming() throws {

@@ -99,7 +99,7 @@ import Testing
 
             [bluetoothd]
             mtu = 185
-            connected_signal = true
+            connected_signal = false
             scan_restart_s = 0
 
             [physiology]
@@ -129,11 +129,11 @@ import Testing
         #expect(scenario.timing.temporaryTimeoutSeconds == 12.5)
         #expect(scenario.timing.linkDownMilliseconds == 50)
         #expect(scenario.bluetoothd.attMTU == 185)
-        #expect(scenario.bluetoothd.signalsConnected)
+        #expect(!scenario.bluetoothd.signalsConnected)
         #expect(scenario.bluetoothd.scanRestartSeconds == 0)
-        // What bluetoothd 5.66 did in the VM is the default.
+        // What bluetoothd 5.66 did in the VM is the default, but for the Connected signal of real radios.
         #expect(Scenario().bluetoothd == BluetoothdBehaviour())
-        #expect(Scenario().bluetoothd.attMTU == 517 && !Scenario().bluetoothd.signalsConnected)
+        #expect(Scenario().bluetoothd.attMTU == 517 && Scenario().bluetoothd.signalsConnected)
         #expect(scenario.heartRateRange == 60...70)
         #expect(scenario.devices[2]?.heartRate == 150)
         #expect(scenario.devices[2]?.motionPerHour == 0)

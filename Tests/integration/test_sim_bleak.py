@@ -53,13 +53,9 @@ def simulator():
             address = f"unix:path={socket}"
             truth = tmp / "truth"
             log = open(tmp / "sim.log", "w")
-            # bleak 0.22.3 waits for services only while its cached Connected is true, so it needs the
-            # Connected = true signal that bluetoothd 5.66 sends on real radios but not on btvirt (the simulator's
-            # default copies the VM; Docs/simulator.md, "Real bluetoothd 5.66 versus the simulator").
-            scenario = tmp / "scenario.toml"
-            scenario.write_text("[bluetoothd]\nconnected_signal = true\n")
+            # The simulator's defaults: bleak must work against them as it does against bluetoothd on a real radio.
             sim = subprocess.Popen([str(sim_bin), "--bus", address, "--devices", "1", "--seed", "11",
-                                    "--scenario", str(scenario), "--truth", str(truth), "--log-level", "debug"],
+                                    "--truth", str(truth), "--log-level", "debug"],
                                    stdout=log, stderr=log)
             processes.append(sim)
             # Ready when the truth directory exists and org.bluez answers.
