@@ -10,18 +10,31 @@ import Posix
 /// Subscribing to the wristband's characteristics and decoding what they send.
 extension EmpaticaDeviceManager {
     /// Finds the E4 characteristics, subscribes to each stream, then writes the start command.
-    func subscribe() {
+    ///
+    /// bluetoothd 5.66 can signal `ServicesResolved = true` before it has exported every GATT object (their
+    /// `InterfacesAdded` follow; seen in the real-BlueZ VM), so a characteristic missing now may still come:
+    /// the attempt records what is missing and ``objectsChanged()`` calls again. At the attempt's deadline
+    /// (`final`) it goes on with the streams that are there, or fails when the command or BVP is missing.
+    func subscribe(final: Bool = false) {
         guard let api = self.api else { return }
         let characteristics = api.bluez.characteristics(of: self.path)
         func find(_ uuid: BluetoothUUID) -> BlueZCharacteristicInfo? {
             characteristics.first { BluetoothUUID($0.uuid) == uuid }
         }
-        guard let command = find(E4Profile.commandCharacteristic) else {
-            self.attemptFailed(.profileMismatch("no command characteristic 3E71"))
-            return
-        }
         let wanted: [(E4Stream, BlueZCharacteristicInfo)] = E4Stream.allCases.compactMap { stream in
             find(stream.characteristic).map { (stream, $0) }
+        }
+        let command = find(E4Profile.commandCharacteristic)
+        var missing = E4Stream.allCases.filter { stream in !wanted.contains { $0.0 == stream } }.map(\.rawValue)
+        if command == nil { missing.insert("command", at: 0) }
+        if !missing.isEmpty && !final {
+            self.missingProfile = "no characteristic for " + missing.joined(separator: ", ")
+            return
+        }
+        self.missingProfile = nil
+        guard let command else {
+            self.attemptFailed(.profileMismatch("no command characteristic 3E71"))
+            return
         }
         guard wanted.contains(where: { $0.0 == .bvp }) else {
             self.attemptFailed(.profileMismatch("no BVP characteristic 3EA1"))

@@ -75,6 +75,11 @@ public final class EmpaticaDeviceManager {
     var awaitingServices = false
     /// This attempt's `Connect` succeeded: BlueZ holds a link for us even if it never signalled `Connected`.
     var linkRequested = false
+    /// What the profile still lacks after `ServicesResolved`: bluetoothd 5.66 may signal it before it has
+    /// exported every GATT object (`InterfacesAdded` follows), so the attempt waits for them until its deadline.
+    var missingProfile: String?
+    /// Our `Disconnect` of a failed attempt's link is in flight: no new attempt until it is answered.
+    var disconnectPending = false
     var streams: [NotificationStream] = []
     /// Characteristics subscribed through StartNotify, by path, with their stream.
     var valueSubscriptions: [String: E4Stream] = [:]
@@ -160,20 +165,27 @@ public final class EmpaticaDeviceManager {
 
     func startAttempt() {
         guard self.wantsConnection, self.deviceStatus == .disconnected, self.reconnectTimer == nil,
-              let api = self.api else { return }
+              !self.disconnectPending, let api = self.api else { return }
         guard api.bluez.isAvailable, self.present, api.bluez.device(at: self.path) != nil else {
             // Wait for BlueZ or for the device to be discovered again (see bluezAvailable / objectsChanged).
             return
         }
         self.attempt &+= 1
         self.linkRequested = false
+        self.missingProfile = nil
         self.counters.connectAttempts &+= 1
         let attempt = self.attempt
         self.setStatus(.connecting)
         self.deadline = try? api.loop.scheduleTimer(after: api.options.connectTimeout) { [weak self] in
             guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
             self.deadline = nil
-            self.attemptFailed(.timedOut("connecting to \(self.serialNumber)"))
+            if self.missingProfile != nil {
+                // Services resolved but part of the profile never appeared: go on with what is there (or fail
+                // with what is missing when that is the command or BVP).
+                self.subscribe(final: true)
+            } else {
+                self.attemptFailed(.timedOut("connecting to \(self.serialNumber)"))
+            }
         }
         api.bluez.connect(device: self.path, timeout: api.options.connectTimeout) { [weak self] result in
             guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
@@ -218,11 +230,14 @@ public final class EmpaticaDeviceManager {
             || error.isTimeout
         {
             self.linkRequested = false
+            self.disconnectPending = true
             let attempt = self.attempt
             self.setStatus(.disconnected)
             api.bluez.disconnect(device: self.path) { [weak self] _ in
-                guard let self, self.attempt == attempt, self.deviceStatus == .disconnected,
-                      self.reconnectTimer == nil else { return }
+                guard let self else { return }
+                self.disconnectPending = false
+                guard self.attempt == attempt, self.deviceStatus == .disconnected, self.reconnectTimer == nil
+                else { return }
                 self.scheduleReconnect()
             }
             return
@@ -290,7 +305,14 @@ public final class EmpaticaDeviceManager {
 
     /// New objects under the device (GATT services resolved) or the device itself reappeared.
     func objectsChanged() {
-        if self.deviceStatus == .disconnected { self.startAttempt() }
+        switch self.deviceStatus {
+        case .disconnected:
+            self.startAttempt()
+        case .connecting where self.missingProfile != nil:
+            self.subscribe()
+        default:
+            break
+        }
     }
 
     func bluezRemoved() {

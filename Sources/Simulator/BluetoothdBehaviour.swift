@@ -21,6 +21,16 @@ public struct BluetoothdBehaviour: Hashable, Sendable {
     /// unchanged; 0 announces only changes of 8 dBm or more.
     public var scanRestartSeconds = 10.0
 
+    /// Whether `ServicesResolved = true` is signalled before the GATT objects' `InterfacesAdded`.
+    ///
+    /// In the VM bluetoothd 5.66 signalled it while most of the characteristics were still to be announced
+    /// (BlueZ's gdbus queues `InterfacesAdded` and sends them from its main loop later), so a client that looks
+    /// for the profile when services resolve may not find it yet. `true` announces the GATT objects
+    /// `early_services_ms` later; off by default because bleak 0.22.3 reads its services at that moment.
+    public var resolvesBeforeExport = false
+    /// How long after `ServicesResolved` the GATT objects follow when ``resolvesBeforeExport`` is on.
+    public var lateExportMilliseconds = 500
+
     /// bluetoothd's ATT MTU before (and without) an exchange.
     public static let defaultMTU: UInt16 = 23
 

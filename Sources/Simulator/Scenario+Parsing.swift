@@ -80,6 +80,9 @@ extension Scenario {
             case "mtu": self.bluetoothd.attMTU = UInt16(try Self.integer(v, entry.key, in: 23...517))
             case "connected_signal": self.bluetoothd.signalsConnected = try Self.boolean(v, entry.key)
             case "scan_restart_s": self.bluetoothd.scanRestartSeconds = try Self.number(v, entry.key, in: 0...3600)
+            case "services_resolved_early": self.bluetoothd.resolvesBeforeExport = try Self.boolean(v, entry.key)
+            case "late_export_ms":
+                self.bluetoothd.lateExportMilliseconds = Int(try Self.integer(v, entry.key, in: 0...60_000))
             default:
                 throw ScenarioError("unknown key 'bluetoothd.\(entry.key)'", at: entry.keyPosition)
             }

@@ -125,6 +125,18 @@ extension Simulator {
             [weak self, weak device] in
             guard let self, let device, device.state == .connected else { return }
             device.connectTimer = nil
+            if behaviour.resolvesBeforeExport && !device.gattExported {
+                // bluetoothd in the VM: resolved first, the objects announced afterwards.
+                device.servicesResolved = true
+                self.setProperty(device.path, Simulator.deviceInterface, "ServicesResolved", .boolean(true))
+                device.connectTimer = self.after(milliseconds: behaviour.lateExportMilliseconds) {
+                    [weak self, weak device] in
+                    guard let self, let device, device.state == .connected else { return }
+                    device.connectTimer = nil
+                    if !device.gattExported { self.exportGATT(device) }
+                }
+                return
+            }
             if !device.gattExported { self.exportGATT(device) }
             device.servicesResolved = true
             self.setProperty(device.path, Simulator.deviceInterface, "ServicesResolved", .boolean(true))

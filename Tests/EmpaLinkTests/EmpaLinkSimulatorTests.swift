@@ -360,6 +360,26 @@ import TestSupport
         #expect(devices["a00101"]?.stringKeyed?["connects"]?.int64 == 2, "\(devices)")
     }
 
+    /// bluetoothd 5.66 in the VM signalled `ServicesResolved = true` before announcing most GATT objects: the first
+    /// attempt must wait for them, not fail on a "missing" profile and flap the link.
+    @Test func waitsForGATTObjectsAnnouncedAfterServicesResolved() throws {
+        let rig = try Rig(devices: 1, allow: nil,
+                          scenario: "[bluetoothd]\nconnected_signal = false\nservices_resolved_early = true\n"
+                              + "late_export_ms = 700\n")
+        defer { rig.close() }
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder)
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 },
+                            limit: .seconds(20)))
+        #expect(device.counters.connectFailures == 0)
+        #expect(device.counters.connectAttempts == 1)
+        // Every stream was subscribed, not only those announced first.
+        #expect(device.counters.acquiredNotifications == UInt64(E4Stream.allCases.count))
+    }
+
     @Test func backgroundModeDutyCyclesDiscoveryAndKeepsStreaming() throws {
         var options = EmpaticaAPI.Options()
         options.backgroundScanWindow = .seconds(1)

@@ -67,6 +67,31 @@ import Testing
         #expect(connected < resolved)
     }
 
+    @Test func servicesCanResolveBeforeTheGATTObjectsAreAnnounced() throws {
+        let h = try SimulatorHarness(devices: 1, scenario: Self.scenario {
+            $0.bluetoothd.resolvesBeforeExport = true
+            $0.bluetoothd.lateExportMilliseconds = 200
+        })
+        defer { h.close() }
+        let (result, _) = try self.connect(h)
+        #expect(h.errorName(result) == nil)
+        #expect(h.wait { h.deviceSignals("ServicesResolved") == [.boolean(true)] })
+        #expect(h.wait { h.simulator.devices[0].gattExported })
+        let order = h.signals.compactMap { signal -> String? in
+            if signal.member == "PropertiesChanged", signal.path == SimulatorHarness.device1,
+               signal.arguments.dropFirst().first?.stringKeyed?["ServicesResolved"] != nil {
+                return "resolved"
+            }
+            if signal.member == "InterfacesAdded", signal.arguments.first?.string?.contains("service") == true {
+                return "gatt"
+            }
+            return nil
+        }
+        let resolved = try #require(order.firstIndex(of: "resolved"))
+        let gatt = try #require(order.firstIndex(of: "gatt"))
+        #expect(resolved < gatt, "\(order)")
+    }
+
     @Test(arguments: [nil, 23, 185] as [UInt16?])
     func acquireNotifyAndMTUCarryTheNegotiatedMTU(configured: UInt16?) throws {
         let h = try SimulatorHarness(devices: 1, scenario: Self.scenario { scenario in
