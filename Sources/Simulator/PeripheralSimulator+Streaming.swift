@@ -40,19 +40,12 @@ extension PeripheralSimulator: PacketEmitter {
     /// Sends one notification: a packet on the acquired socket (bluetoothd reads one per notification), or a
     /// `PropertiesChanged(Value)` that bluetoothd turns into one.
     func transmit(_ device: SimulatedDevice, _ characteristic: SimulatedCharacteristic, _ bytes: E4PacketBytes) {
-        if let fd = characteristic.notifyFD {
-            let sent = bytes.withUnsafeBytes { raw in
-                send(fd.rawValue, raw.baseAddress, raw.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL))
-            }
-            if sent < 0 {
-                switch errno {
-                case EAGAIN: device.overflowed += 1
-                case EINTR: break
-                default:
-                    self.releaseNotifyFD(characteristic, emit: true)
-                    self.subscriptionsChanged()
-                }
-            }
+        switch characteristic.sendOnNotifySocket(bytes) {
+        case nil, EINTR?: break
+        case EAGAIN?: device.overflowed += 1
+        case _?:
+            self.releaseNotifyFD(characteristic, emit: true)
+            self.subscriptionsChanged()
         }
         if !characteristic.notifyClients.isEmpty, let connection = self.connection {
             let value = DBusValue.bytes(bytes.withUnsafeBytes { Array($0) })

@@ -144,26 +144,13 @@ extension Simulator {
         guard characteristic.notifyFD == nil else { return call.fail(BlueZError.notPermitted("Notify acquired")) }
         guard characteristic.notifyClients.isEmpty else { return call.fail(BlueZError.inProgress) }
         guard characteristic.canNotify else { return call.fail(BlueZError.notSupported) }
-        let ours: FileDescriptor
         let theirs: FileDescriptor
-        do {
-            (ours, theirs) = try FileDescriptor.socketPair(type: CInt(SOCK_SEQPACKET.rawValue), nonBlocking: true)
-        } catch {
-            return call.fail(BlueZError.failed("Failed to create socket pair: \(error)"))
+        switch characteristic.openNotifySocket(owner: call.sender, on: self.loop, onEvent: { [weak self] in
+            self?.notifySocketEvent($0)
+        }) {
+        case .success(let descriptor): theirs = descriptor
+        case .failure(let error): return call.fail(error)
         }
-        do {
-            characteristic.notifyRegistration = try self.loop.register(ours, interest: [.readable, .readHangup]) {
-                [weak self, weak characteristic] _ in
-                guard let self, let characteristic else { return }
-                self.notifySocketEvent(characteristic)
-            }
-        } catch {
-            ours.close()
-            theirs.close()
-            return call.fail(BlueZError.failed("Failed to watch socket: \(error)"))
-        }
-        characteristic.notifyFD = ours
-        characteristic.notifyOwner = call.sender
         call.reply([.unixFD(theirs.rawValue), .uint16(self.scenario.bluetoothd.attMTU)])
         // D-Bus sent a duplicate; the client owns that one.
         theirs.close()

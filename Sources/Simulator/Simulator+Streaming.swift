@@ -24,17 +24,10 @@ extension Simulator: PacketEmitter {
 
     /// Sends one notification to the acquired fd and to the `StartNotify` clients.
     func transmit(_ device: SimulatedDevice, _ characteristic: SimulatedCharacteristic, _ bytes: E4PacketBytes) {
-        if let fd = characteristic.notifyFD {
-            let sent = bytes.withUnsafeBytes { raw in
-                send(fd.rawValue, raw.baseAddress, raw.count, CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL))
-            }
-            if sent < 0 {
-                switch errno {
-                case EAGAIN: device.overflowed += 1
-                case EINTR: break
-                default: self.releaseNotifyFD(characteristic, emit: true)
-                }
-            }
+        switch characteristic.sendOnNotifySocket(bytes) {
+        case nil, EINTR?: break
+        case EAGAIN?: device.overflowed += 1
+        case _?: self.releaseNotifyFD(characteristic, emit: true)
         }
         if !characteristic.notifyClients.isEmpty, let connection = self.bluez {
             let value = DBusValue.bytes(bytes.withUnsafeBytes { Array($0) })
