@@ -20,20 +20,9 @@ import os
 import numpy as np
 from scipy.signal import butter, lfilter
 
+from beats import load_beats
+
 TOL = 0.1
-
-
-def load_beats(path):
-    t, ibi, reason, shape = [], [], [], []
-    with open(path) as f:
-        next(f)
-        for line in f:
-            c = line.rstrip("\n").split(",")
-            t.append(float(c[0]))
-            ibi.append(float(c[1]) if c[1] else np.nan)
-            reason.append(c[2] or "emitted")
-            shape.append(float(c[3]) if len(c) > 3 and c[3] else np.nan)
-    return np.array(t), np.array(ibi), np.array(reason), np.array(shape)
 
 
 def engine_motion_index(acc_g, fs, window=1.0):
