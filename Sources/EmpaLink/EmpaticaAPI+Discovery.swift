@@ -87,7 +87,8 @@ extension EmpaticaAPI {
         let adapter = self.adapterPath
         if self.discoveryWanted && !self.discoveryStarted {
             self.discoveryRequestInFlight = true
-            self.bluez.setDiscoveryFilter(adapter: adapter, rssi: self.options.discoveryRSSIThreshold) { [weak self] _ in
+            let threshold = self.options.discoveryRSSIThreshold
+            self.bluez.setDiscoveryFilter(adapter: adapter, rssi: threshold) { [weak self] _ in
                 // A refused filter still leaves discovery useful; the RSSI is re-checked on every device anyway.
                 guard let self else { return }
                 self.bluez.startDiscovery(adapter: adapter) { [weak self] result in

@@ -29,8 +29,21 @@ extension EmpaticaDeviceManager {
         if command == nil { missing.insert("command", at: 0) }
         if !missing.isEmpty && !final {
             self.missingProfile = "no characteristic for " + missing.joined(separator: ", ")
+            if command != nil, wanted.contains(where: { $0.0 == .bvp }) {
+                // Only optional streams missing: go on once no new object has come for a second.
+                if let timer = self.profileSettle { api.loop.cancel(timer) }
+                let attempt = self.attempt
+                self.profileSettle = try? api.loop.scheduleTimer(after: .seconds(1)) { [weak self] in
+                    guard let self, self.attempt == attempt, self.deviceStatus == .connecting,
+                          self.missingProfile != nil else { return }
+                    self.profileSettle = nil
+                    self.subscribe(final: true)
+                }
+            }
             return
         }
+        if let timer = self.profileSettle { api.loop.cancel(timer) }
+        self.profileSettle = nil
         self.missingProfile = nil
         guard let command else {
             self.attemptFailed(.profileMismatch("no command characteristic 3E71"))
@@ -64,7 +77,7 @@ extension EmpaticaDeviceManager {
                     self.counters.startNotifyFallbacks &+= 1
                     self.valueSubscriptions[characteristic.path] = stream
                     api.bluez.startNotify(characteristic: characteristic.path) { [weak self] result in
-                        guard let self, self.attempt == attempt else { return }
+                        guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
                         if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
                             self.attemptFailed(.bluez(name: error.name, message: error.message))
                             return

@@ -80,6 +80,10 @@ public final class EmpaticaDeviceManager {
     var missingProfile: String?
     /// Our `Disconnect` of a failed attempt's link is in flight: no new attempt until it is answered.
     var disconnectPending = false
+    /// An attempt was asked for (``connect(delegate:)``) while ``disconnectPending``: start it when answered.
+    var attemptDeferred = false
+    /// Runs once the characteristics present stop changing while only optional ones are missing.
+    var profileSettle: TimerHandle?
     var streams: [NotificationStream] = []
     /// Characteristics subscribed through StartNotify, by path, with their stream.
     var valueSubscriptions: [String: E4Stream] = [:]
@@ -165,7 +169,11 @@ public final class EmpaticaDeviceManager {
 
     func startAttempt() {
         guard self.wantsConnection, self.deviceStatus == .disconnected, self.reconnectTimer == nil,
-              !self.disconnectPending, let api = self.api else { return }
+              let api = self.api else { return }
+        guard !self.disconnectPending else {
+            self.attemptDeferred = true
+            return
+        }
         guard api.bluez.isAvailable, self.present, api.bluez.device(at: self.path) != nil else {
             // Wait for BlueZ or for the device to be discovered again (see bluezAvailable / objectsChanged).
             return
@@ -176,17 +184,7 @@ public final class EmpaticaDeviceManager {
         self.counters.connectAttempts &+= 1
         let attempt = self.attempt
         self.setStatus(.connecting)
-        self.deadline = try? api.loop.scheduleTimer(after: api.options.connectTimeout) { [weak self] in
-            guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
-            self.deadline = nil
-            if self.missingProfile != nil {
-                // Services resolved but part of the profile never appeared: go on with what is there (or fail
-                // with what is missing when that is the command or BVP).
-                self.subscribe(final: true)
-            } else {
-                self.attemptFailed(.timedOut("connecting to \(self.serialNumber)"))
-            }
-        }
+        self.armDeadline(attempt: attempt, finalSubscribe: true)
         api.bluez.connect(device: self.path, timeout: api.options.connectTimeout) { [weak self] result in
             guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
             switch result {
@@ -199,6 +197,23 @@ public final class EmpaticaDeviceManager {
                 self.awaitingServices = true
             case .failure(let error):
                 self.attemptFailed(.bluez(name: error.name, message: error.message))
+            }
+        }
+    }
+
+    /// Fails the attempt after the connect timeout. If services resolved but part of the profile never appeared
+    /// by then (`finalSubscribe`), it goes on with what is there, or fails when the command or BVP is missing,
+    /// under a second deadline of the same length.
+    func armDeadline(attempt: UInt64, finalSubscribe: Bool) {
+        guard let api = self.api else { return }
+        self.deadline = try? api.loop.scheduleTimer(after: api.options.connectTimeout) { [weak self] in
+            guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
+            self.deadline = nil
+            if finalSubscribe, self.missingProfile != nil {
+                self.armDeadline(attempt: attempt, finalSubscribe: false)
+                self.subscribe(final: true)
+            } else {
+                self.attemptFailed(.timedOut("connecting to \(self.serialNumber)"))
             }
         }
     }
@@ -238,7 +253,12 @@ public final class EmpaticaDeviceManager {
                 self.disconnectPending = false
                 guard self.attempt == attempt, self.deviceStatus == .disconnected, self.reconnectTimer == nil
                 else { return }
-                self.scheduleReconnect()
+                if self.attemptDeferred {
+                    self.attemptDeferred = false
+                    self.startAttempt()
+                } else {
+                    self.scheduleReconnect()
+                }
             }
             return
         }
@@ -278,8 +298,10 @@ public final class EmpaticaDeviceManager {
         guard let loop = self.api?.loop else { return }
         if let timer = self.reconnectTimer { loop.cancel(timer) }
         if let timer = self.deadline { loop.cancel(timer) }
+        if let timer = self.profileSettle { loop.cancel(timer) }
         self.reconnectTimer = nil
         self.deadline = nil
+        self.profileSettle = nil
     }
 
     // MARK: Events routed from the API
