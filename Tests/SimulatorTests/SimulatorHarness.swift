@@ -63,20 +63,13 @@ final class SimulatorHarness {
 
     /// Runs the loop for `seconds`.
     func run(for seconds: Double) {
-        _ = try? self.loop.scheduleTimer(after: .milliseconds(Int64(seconds * 1000))) { [loop] in loop.stop() }
-        self.loop.run()
+        self.loop.run(forSeconds: seconds)
     }
 
     /// Runs the loop until `condition` holds, checking every 20 ms, at most `limit` seconds.
     @discardableResult
     func wait(limit: Double = 10, _ condition: () -> Bool) -> Bool {
-        var waited = 0.0
-        while !condition() {
-            if waited >= limit { return false }
-            self.run(for: 0.02)
-            waited += 0.02
-        }
-        return true
+        self.loop.run(until: condition, limit: limit)
     }
 
     /// Calls a method and runs the loop until the reply.

@@ -101,6 +101,27 @@ extension EventLoop {
     }
 }
 
+extension EventLoop {
+    /// Runs the loop on the calling thread for `seconds`.
+    public func run(forSeconds seconds: Double) {
+        _ = try? self.scheduleTimer(after: .milliseconds(Int64(seconds * 1000))) { [self] in self.stop() }
+        self.run()
+    }
+
+    /// Runs the loop until `condition` holds, checking every 20 ms, at most `limit` seconds.
+    ///
+    /// - Returns: whether `condition` held in time.
+    public func run(until condition: () -> Bool, limit: Double = 10) -> Bool {
+        var waited = 0.0
+        while !condition() {
+            if waited >= limit { return false }
+            self.run(forSeconds: 0.02)
+            waited += 0.02
+        }
+        return true
+    }
+}
+
 /// A test loop that was not stopped in time: thrown so the test fails instead of hanging.
 public struct LoopTimeout: Error, CustomStringConvertible {
     public var limit: Duration
