@@ -147,12 +147,7 @@ extension PeripheralSimulator {
     /// Our end of an acquired socket became readable or hung up: bluetoothd closed its end (the central disabled
     /// notifications or went away).
     func notifySocketEvent(_ characteristic: SimulatedCharacteristic) {
-        guard let fd = characteristic.notifyFD else { return }
-        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        let n = withUnsafeMutableBytes(of: &scratch) { buffer in
-            recv(fd.rawValue, buffer.baseAddress, buffer.count, CInt(MSG_DONTWAIT))
-        }
-        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+        if characteristic.notifySocketHungUp() {
             self.logger.debug("notifications of \(SimulatedCharacteristic.hex4(characteristic.uuid16)) released")
             self.releaseNotifyFD(characteristic, emit: true)
             self.subscriptionsChanged()

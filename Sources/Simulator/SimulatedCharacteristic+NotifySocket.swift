@@ -48,4 +48,15 @@ extension SimulatedCharacteristic {
         }
         return sent < 0 ? errno : nil
     }
+
+    /// Drains our end of the acquired socket after it became readable: whether the other side hung up (or the
+    /// socket failed), so the acquisition is over.
+    func notifySocketHungUp() -> Bool {
+        guard let fd = self.notifyFD else { return false }
+        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let n = withUnsafeMutableBytes(of: &scratch) { buffer in
+            recv(fd.rawValue, buffer.baseAddress, buffer.count, CInt(MSG_DONTWAIT))
+        }
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)
+    }
 }

@@ -159,12 +159,7 @@ extension Simulator {
 
     /// Our end of an acquired socket became readable or hung up: the client closed its fd (or wrote to it).
     func notifySocketEvent(_ characteristic: SimulatedCharacteristic) {
-        guard let fd = characteristic.notifyFD else { return }
-        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        let n = withUnsafeMutableBytes(of: &scratch) { buffer in
-            recv(fd.rawValue, buffer.baseAddress, buffer.count, CInt(MSG_DONTWAIT))
-        }
-        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+        if characteristic.notifySocketHungUp() {
             self.logger.debug("notify fd of \(characteristic.path) closed by the client")
             self.releaseNotifyFD(characteristic, emit: true)
         }
