@@ -46,7 +46,8 @@ extension PacketEmitter {
         let truth = self.truths[device.index]
         for beat in device.physiology.drainBeats() where beat.foot >= session.start {
             truth?.beats.line("\(TruthRecorder.time(self.wall(beat.foot))),"
-                + "\(TruthRecorder.time(self.wall(beat.peak))),\(beat.interval),\(session.number)")
+                + "\(TruthRecorder.time(self.wall(beat.peak))),\(beat.precedingInterval.map { "\($0)" } ?? ""),"
+                + "\(session.number)")
         }
     }
 

@@ -23,6 +23,8 @@ struct PhysiologyModel {
     /// Beats whose pulse may still be visible, oldest first.
     private var beats: [SimulatedBeat] = []
     private var nextFoot = 0.5
+    /// The interval from the last generated beat to ``nextFoot``.
+    private var lastInterval: Double?
     /// Beats generated since the last ``drainBeats()``.
     private var freshBeats: [SimulatedBeat] = []
     private var episodes: [MotionEpisode] = []
@@ -73,10 +75,12 @@ struct PhysiologyModel {
             var interval = base * (1 + hrv * sin(2 * .pi * 0.25 * t) + 0.5 * hrv * sin(2 * .pi * 0.05 * t)
                 + 0.01 * self.beatRandom.gaussian())
             interval = max(interval, 0.25)
-            let beat = SimulatedBeat(foot: t, interval: interval, amplitude: self.beatRandom.uniform(0.85...1.15))
+            let beat = SimulatedBeat(foot: t, interval: interval, precedingInterval: self.lastInterval,
+                                     amplitude: self.beatRandom.uniform(0.85...1.15))
             self.beats.append(beat)
             self.freshBeats.append(beat)
             self.nextFoot = t + interval
+            self.lastInterval = interval
         }
     }
 

@@ -2,8 +2,11 @@
 /// peak, in simulator seconds since start.
 struct SimulatedBeat: Sendable {
     var foot: Double
-    /// The interval to the next beat, s.
+    /// The interval to the next beat, s (it shapes this beat's diastolic run-off).
     var interval: Double
+    /// The interval that ends at this beat, s: the one an IBI at this foot measures (E4 `IBI.csv` convention);
+    /// `nil` for the very first beat.
+    var precedingInterval: Double?
     /// The pulse's amplitude factor (beat-to-beat variation).
     var amplitude: Double
 

@@ -243,25 +243,27 @@ def test_systemd_ready_watchdog_and_stopping(run):
 
 def test_ibi_and_hr_follow_the_true_beats(run):
     """The edge IBI engine on live data: each IBI ends at a true pulse onset (foot) and is close to the true
-    interval; HR agrees with the true recent rate. Bounds are loose (64 Hz sampling, detector smoothing)."""
+    interval ending there; HR agrees with the true recent rate."""
     for k in WHITELISTED:
-        beats = [(float(b["foot_time"]), float(b["ibi"])) for b in run["truth"][k]["beats"] if b["session"] == "1"]
+        # `ibi` is the interval ending at the foot (the E4 convention, as ours); empty for the simulator's first beat.
+        beats = [(float(b["foot_time"]), float(b["ibi"]) if b["ibi"] else None)
+                 for b in run["truth"][k]["beats"] if b["session"] == "1"]
         assert beats, f"{serial(k)}: no truth beats"
         errors = []
         for message in by_topic(run)[topic(serial(k), "ibi")]:
             for t, ibi in message.json["v"]:
                 foot, true_ibi = min(beats, key=lambda beat: abs(beat[0] - t))
+                assert true_ibi is not None, f"{serial(k)}: IBI at {t:.3f} ends at the first beat"
                 assert abs(foot - t) <= 0.1, f"{serial(k)}: IBI at {t:.3f} is {t - foot:+.3f} s from a true beat"
-                # A single beat may be placed late by the detector (seen: 0.14 s); none grossly wrong.
-                assert abs(ibi - true_ibi) <= 0.25, f"{serial(k)}: IBI {ibi} vs true {true_ibi:.4f} at {t:.3f}"
+                # Both feet on the 64 Hz grid, under the simulated baseline wander and the agent's stream clock:
+                # seen up to 0.053 s, typically 0.01-0.03 s. A missed or extra beat would be off by 0.3 s or more.
+                assert abs(ibi - true_ibi) <= 0.1, f"{serial(k)}: IBI {ibi} vs true {true_ibi:.4f} at {t:.3f}"
                 errors.append(abs(ibi - true_ibi))
         assert len(errors) >= 3, f"{serial(k)}: {len(errors)} IBIs"
-        assert sum(errors) / len(errors) <= 0.05, f"{serial(k)}: IBI errors {errors}"
-        close = sum(error <= 0.1 for error in errors) / len(errors)
-        assert close >= 0.7, f"{serial(k)}: only {close:.0%} of IBIs within 0.1 s: {errors}"
+        assert sum(errors) / len(errors) <= 0.04, f"{serial(k)}: IBI errors {errors}"
         for message in by_topic(run)[topic(serial(k), "hr")]:
             for t, bpm in message.json["v"]:
-                recent = [ibi for foot, ibi in beats if t - 10 <= foot <= t]
+                recent = [ibi for foot, ibi in beats if t - 10 <= foot <= t and ibi is not None]
                 assert recent
                 reference = 60 / (sum(recent) / len(recent))
                 assert abs(bpm - reference) <= 0.1 * reference, f"{serial(k)}: HR {bpm} vs true {reference:.1f}"
