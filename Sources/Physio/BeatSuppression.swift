@@ -4,7 +4,8 @@ public enum BeatSuppression: Sendable, Equatable {
     case warmingUp
     /// The first beat after start, reset or a gap: there is no previous beat to measure from.
     case noPreviousBeat
-    /// The accelerometer showed motion around the interval.
+    /// The accelerometer showed strong motion (``IBIConfiguration/motionThreshold``) around the interval, and no run
+    /// of clean intervals confirmed it within the latency budget (as ``unconfirmed``, for strong motion).
     case motion
     /// The interval lies outside the plausible range.
     case implausible
@@ -13,6 +14,7 @@ public enum BeatSuppression: Sendable, Equatable {
     /// One of the two pulses is unlike recent pulses: its shape does not match their template, its amplitude is
     /// out of their range, or the next upstroke came before its shape could be seen.
     case pulseShape
-    /// In mild motion: the interval passed every check, but too few clean intervals precede it to trust it yet.
+    /// While the wrist moves: the interval passed every check, but no run of clean intervals confirmed it within the
+    /// latency budget.
     case unconfirmed
 }

@@ -24,10 +24,14 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// Largest pulse amplitude accepted, relative to the median of recent pulses.
     public var maximumAmplitudeRatio: Double = 4.0
     /// Smallest correlation of a pulse's shape with the template of recent pulses for it to count as a clean
-    /// pulse (see ``IBIEngine``). In mild motion the distance to 1 shrinks by ``mildMotionStrictness``.
-    public var minimumTemplateCorrelation: Double = 0.5
-    /// ACC motion index (g, root of the summed per-axis variances over ``motionWindow``) above which beats are
-    /// suppressed.
+    /// pulse at rest (see ``IBIEngine``): only a pulse essentially unlike recent ones (the template explains less
+    /// than a tenth of its variance) is rejected, because at rest breathing, vasomotion and contact pressure reshape
+    /// real pulses and the interval checks catch what is not a beat. While the wrist moves
+    /// ``confirmingCorrelation`` applies.
+    public var minimumTemplateCorrelation: Double = 0.3
+    /// ACC motion index (g, root of the summed per-axis variances over ``motionWindow``) above which the motion is
+    /// strong: the pulse template stops learning, no missed beat is sought, and an interval is emitted only in a
+    /// confirmed run (withheld as ``BeatSuppression/motion`` otherwise).
     public var motionThreshold: Double = 0.5
     /// ACC motion index (g) above which the arm is moving a little: beats are still measured, but only the
     /// cleanest ones are emitted (tolerances scaled by ``mildMotionStrictness``), because that is when a
@@ -52,9 +56,9 @@ public struct IBIConfiguration: Sendable, Equatable {
     /// Smallest correlation with the template of a pulse that has little else to speak for it: every pulse while the
     /// wrist moves (``movementThreshold``), when an artefact can pass the other checks, and a pulse the detector did
     /// not see but that lies midway between two clean beats (``IBIEngine`` recovers it as a missed beat). At 0.8 the
-    /// template explains about two thirds of the pulse's variance (r² = 0.64); the everyday threshold,
-    /// ``minimumTemplateCorrelation``, only a quarter.
-    public var confirmingCorrelation: Double = 0.8
+    /// template explains about three quarters of the pulse's variance (r² = 0.72); the everyday threshold,
+    /// ``minimumTemplateCorrelation``, a tenth.
+    public var confirmingCorrelation: Double = 0.85
     /// Factor (≤ 1) applied in mild motion to ``maximumRelativeChange``, ``maximumRhythmShift`` and to the distance
     /// of ``minimumTemplateCorrelation`` from 1 (in motion ``confirmingCorrelation`` is the higher bar).
     public var mildMotionStrictness: Double = 0.75

@@ -11,7 +11,7 @@ extension IBIEngine {
         let configuration = self.configuration
         let footTime = pulse.footTime
         // Any wrist motion asks for confirmed runs and a pulse amplitude like recent ones; mild motion also narrows
-        // the tolerances; strong motion (below) suppresses outright.
+        // the tolerances; in strong motion the template does not learn and no missed beat is sought.
         let since = footTime - configuration.maximumInterval - configuration.motionHoldoff
         let moving = self.motion.lastMovement >= since
         let mild = self.motion.lastMildMotion >= since
@@ -117,8 +117,6 @@ extension IBIEngine {
             suppression = .warmingUp
         } else if !plausible {
             suppression = .implausible
-        } else if self.motion.lastMotion + configuration.motionHoldoff >= previous {
-            suppression = .motion
         } else if !pulseOK || !previousPulseOK {
             suppression = .pulseShape
         } else if !Self.isRegular(interval, typical: typical, previous: previousClean, tolerance: tolerance)
@@ -129,11 +127,15 @@ extension IBIEngine {
         } else {
             self.previousClean = interval
             self.cleanRun += 1
-            if moving && self.cleanRun < configuration.motionConfirmations {
+            // Strong motion around the interval: its start within the hold-off after it.
+            let strong = self.motion.lastMotion + configuration.motionHoldoff >= previous
+            if (moving || strong) && self.cleanRun < configuration.motionConfirmations {
                 // While the arm moves, a clean-looking interval is trusted only once a few in a row agree: an
                 // artefact can pass every check once, rarely several times running. It is held, not dropped: the
-                // run that confirms it within the latency budget emits it too.
-                return DetectedBeat(time: footTime, interval: interval, suppression: .unconfirmed,
+                // run that confirms it within the latency budget emits it too. Strong motion does not withhold an
+                // interval outright: a pulse that stays clean through it (a sensor pressed firmly to the wrist) is
+                // as good as any, and confirmation is what tells it from an artefact.
+                return DetectedBeat(time: footTime, interval: interval, suppression: strong ? .motion : .unconfirmed,
                                     templateCorrelation: correlation)
             }
             return DetectedBeat(time: footTime, interval: interval, suppression: nil, templateCorrelation: correlation)

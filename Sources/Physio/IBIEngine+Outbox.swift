@@ -1,7 +1,8 @@
 extension IBIEngine {
     /// Queues a judged beat for ``appendBVP(_:at:)`` to hand out.
     ///
-    /// A beat held for confirmation (``BeatSuppression/unconfirmed`` with its interval still attached) waits. The next
+    /// A beat held for confirmation (``BeatSuppression/unconfirmed`` or, in strong motion, ``BeatSuppression/motion``,
+    /// with its interval still attached) waits. The next
     /// beat decides the held ones: one that completes the run emits them too, as long as their foot lies within
     /// ``IBIConfiguration/maximumLatency`` of `now` — the interval is emitted as soon as its run confirms it, and never
     /// later than the latency budget; any other beat ends the run and withholds them.
@@ -10,7 +11,7 @@ extension IBIEngine {
     ///   - beat: the judged beat.
     ///   - now: time of the BVP sample being processed.
     mutating func enqueue(_ beat: DetectedBeat, now: Double) {
-        let held = beat.suppression == .unconfirmed && beat.interval != nil
+        let held = (beat.suppression == .unconfirmed || beat.suppression == .motion) && beat.interval != nil
         if !held {
             let confirms = beat.suppression == nil && beat.interval != nil
             for offset in 0..<self.outbox.count where self.outbox[offset].held {

@@ -1,3 +1,4 @@
+import Glibc
 import Physio
 import Testing
 
@@ -56,23 +57,64 @@ import Testing
         }
     }
 
-    @Test func suppressesBeatsWhileTheArmMoves() {
-        let beats = self.pulse.beats(intervals: self.rhythm(bpm: 80, count: 80))
+    /// Shaking between `from` and `to` seconds after the start: ±0.75 g at 3 Hz on x (motion index ≈ 0.75 g, strong).
+    func shaking(from: Double, to: Double) -> (Double) -> (Double, Double, Double)? {
         let start = self.pulse.start
-        // Shaking between 30 s and 40 s: ±0.75 g at 3 Hz on x.
-        let shake: (Double) -> (Double, Double, Double)? = { t in
+        return { t in
             let s = t - start
-            guard s >= 30 && s < 40 else { return (0, 0, 64) }
+            guard s >= from && s < to else { return (0, 0, 64) }
             let phase = (s * 3).truncatingRemainder(dividingBy: 1)
             return (phase < 0.5 ? 48 : -48, 0, 64)
         }
+    }
+
+    @Test func withholdsWhatStrongMotionDoesToThePulse() {
+        let beats = self.pulse.beats(intervals: self.rhythm(bpm: 80, count: 80))
+        let start = self.pulse.start
+        // The arm shakes from 30 s to 40 s and the PPG shows it: a 2.6 Hz swing twice the pulse's size, plus jolts.
+        var samples = self.pulse.samples(beats: beats, until: 55)
+        for i in samples.indices where samples[i].time - start >= 30 && samples[i].time - start < 40 {
+            let s = samples[i].time - start
+            let swing: Double = 200 * sin(2 * Double.pi * 2.6 * s)
+            let jolt: Double = 120 * sin(2 * Double.pi * 5.3 * s + 1)
+            samples[i].value += swing + jolt
+        }
         var engine = IBIEngine()
-        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: 55), acc: shake)
-        let inMotion = run.emitted.filter { $0.time - $0.interval < start + 40.6 && $0.time > start + 30 }
-        #expect(inMotion.isEmpty)
-        #expect(run.beats.contains { $0.beat.suppression == .motion })
+        let run = EngineRun.run(&engine, samples: samples, acc: self.shaking(from: 30, to: 40))
+        // Nothing the artefact made is emitted: every interval in or around the shaking runs between true beats.
+        let around = run.emitted.filter { $0.time > start + 29.5 && $0.time - $0.interval < start + 41 }
+        for ibi in around {
+            #expect(abs(ibi.time - self.nearest(ibi.time, in: beats)) <= 2.0 / 64)
+            #expect(abs(ibi.time - ibi.interval - self.nearest(ibi.time - ibi.interval, in: beats)) <= 2.0 / 64)
+        }
+        #expect(run.emitted.count(where: { $0.time > start + 30.5 && $0.time < start + 40 }) <= 2)
         #expect(run.emitted.contains { $0.time > start + 42 })
         #expect(run.emitted.contains { $0.time < start + 29 })
+    }
+
+    @Test func asksStrongMotionForAConfirmedRun() {
+        var beats = self.pulse.beats(intervals: self.rhythm(bpm: 80, count: 80))
+        let start = self.pulse.start
+        // The arm shakes from 30 s to 45 s but the sensor stays pressed to the wrist: the pulse stays clean. One
+        // beat goes missing at ≈ 33 s, which breaks the run of clean intervals inside the shaking.
+        let missing = beats.remove(at: beats.firstIndex { $0 > start + 33 } ?? 0)
+        var engine = IBIEngine()
+        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: 55),
+                                acc: self.shaking(from: 30, to: 45))
+        // Strong motion does not silence a clean pulse, but a new run inside it comes out only once four clean
+        // intervals confirm it: at 80 bpm the 4th is decided more than 1 s after the 3rd's foot, so the first three
+        // are withheld as motion; from the 4th on they are emitted, and all are true.
+        let afterGap = run.beats.filter { $0.beat.time > missing && $0.beat.time < start + 45 }.map(\.beat)
+        #expect(afterGap.count >= 10)
+        #expect(afterGap.first?.interval == nil)
+        #expect(afterGap.dropFirst().prefix(3).allSatisfy { $0.suppression == .motion && $0.interval == nil })
+        #expect(afterGap.dropFirst(4).allSatisfy { $0.suppression == nil && $0.interval != nil })
+        let inMotion = run.emitted.filter { $0.time > start + 30 && $0.time < start + 45 }
+        for ibi in inMotion {
+            #expect(abs(ibi.time - self.nearest(ibi.time, in: beats)) <= 2.0 / 64)
+            #expect(abs(ibi.interval - 0.75) <= 0.04)
+            #expect(ibi.confirmedAt - ibi.time <= 1.0)
+        }
     }
 
     @Test func withholdsIntervalsAroundAnArtefact() {

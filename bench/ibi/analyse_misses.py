@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from beats import load_beats
+from beats import HELD, load_beats
 
 TOL = 0.1
 
@@ -48,7 +48,7 @@ def run_positions(reason):
     confirmed = np.zeros(len(reason), bool)
     start = None
     for i, r in enumerate(list(reason) + ["end"]):
-        if r in ("emitted", "unconfirmed"):
+        if r == "emitted" or r in HELD:
             if start is None:
                 start = i
             pos[i] = i - start + 1
@@ -112,7 +112,7 @@ def main():
             extra = prev >= 0 and bt[prev] > ts + TOL
             how = "same start" if same else ("extra beat between" if extra else "start not detected")
             cat = f"suppressed: {breason[j]} ({how})"
-            if breason[j] == "unconfirmed":
+            if breason[j] in HELD:
                 cat += f" [run pos {min(pos[j], 4)}{'' if confirmed[j] else ', run never confirmed'}]"
         cats[(cat, mot)] += 1
         detail[cat].append(f"{te:9.3f} ibi {ref_ibi[i]:.3f} {mot} near {dist * 1000:5.0f} ms "
@@ -158,7 +158,7 @@ def main():
         print(f"  {label:18s} " + "  ".join(f"{k}{'+' if k == 6 else ''}:{c[k]}" for k in range(1, 7)))
 
     # What-if: emit the withheld (`unconfirmed`) beats of runs that were confirmed later, past the latency budget.
-    retro = (breason == "unconfirmed") & confirmed
+    retro = np.isin(breason, HELD) & confirmed
     rt = np.sort(np.r_[et, bt[retro]])
     r2, d2 = ev.match(ref_t, rt, TOL)
     delay = []
@@ -174,13 +174,13 @@ def main():
           f"confirming foot median {np.median(delay) if len(delay) else 0:.2f} s, "
           f"{np.mean(delay <= 0.7) if len(delay) else 0:.0%} within 0.7 s")
     for k in (2, 3):
-        held = (breason == "unconfirmed") & (pos >= k) & confirmed
+        held = np.isin(breason, HELD) & (pos >= k) & confirmed
         alt = np.sort(np.r_[et, bt[held]])
         r3, _ = ev.match(ref_t, alt, TOL)
         print(f"  emitting from run position {k} on instead of 4: coverage {(r3 >= 0).mean():.3f}, "
               f"motion rate {in_motion(alt).sum() / motion_min:.2f} /min")
     for k in (2, 3):
-        held = (breason == "unconfirmed") & (pos >= k)
+        held = np.isin(breason, HELD) & (pos >= k)
         alt = np.sort(np.r_[et, bt[held]])
         r3, _ = ev.match(ref_t, alt, TOL)
         print(f"  emitting from run position {k} (confirmed or not): coverage {(r3 >= 0).mean():.3f}, "

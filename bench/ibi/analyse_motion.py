@@ -20,7 +20,7 @@ import os
 import numpy as np
 from scipy.signal import butter, lfilter
 
-from beats import load_beats
+from beats import HELD, load_beats
 
 TOL = 0.1
 
@@ -44,7 +44,7 @@ def run_positions(reason):
     pos = np.zeros(len(reason), int)
     run = 0
     for i, r in enumerate(reason):
-        run = run + 1 if r in ("emitted", "unconfirmed") else 0
+        run = run + 1 if r == "emitted" or r in HELD else 0
         pos[i] = run
     return pos
 
@@ -94,7 +94,7 @@ def main():
     up = np.array([k + int(np.argmax(slope[k:k + int(0.3 * fs)])) for k in n])
     rise = (up - n) / fs
     upslope = slope[up]
-    ok_pulse = np.isin(breason, ("emitted", "unconfirmed", "irregular"))
+    ok_pulse = np.isin(breason, ("emitted", "irregular") + HELD)
     feats = {}
     amp_ratio = np.full(len(bt), np.nan)
     rise_dev = np.full(len(bt), np.nan)

@@ -1,6 +1,11 @@
 """Reading `empalinkctl ibi --beats` output, shared by the IBI analysis scripts."""
 import numpy as np
 
+# Reasons of a beat that passed every check but was held for its run's confirmation and withheld when the run was not
+# confirmed within the latency budget: `motion` is the same in strong motion (the engine withholds nothing outright
+# for motion any more).
+HELD = ("unconfirmed", "motion")
+
 
 def load_beats(path):
     t, ibi, reason, shape = [], [], [], []
