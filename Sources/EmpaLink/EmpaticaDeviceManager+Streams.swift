@@ -28,14 +28,14 @@ extension EmpaticaDeviceManager {
         var missing = E4Stream.allCases.filter { stream in !wanted.contains { $0.0 == stream } }.map(\.rawValue)
         if command == nil { missing.insert("command", at: 0) }
         if !missing.isEmpty && !final {
-            self.missingProfile = "no characteristic for " + missing.joined(separator: ", ")
+            self.phase = .awaitingProfile(missing: "no characteristic for " + missing.joined(separator: ", "))
             if command != nil, wanted.contains(where: { $0.0 == .bvp }) {
                 // Only optional streams missing: go on once no new object has come for a second.
                 if let timer = self.profileSettle { api.loop.cancel(timer) }
                 let attempt = self.attempt
                 self.profileSettle = try? api.loop.scheduleTimer(after: .seconds(1)) { [weak self] in
                     guard let self, self.attempt == attempt, self.deviceStatus == .connecting,
-                          self.missingProfile != nil else { return }
+                          self.phase.isAwaitingProfile else { return }
                     self.profileSettle = nil
                     self.subscribe(final: true)
                 }
@@ -44,7 +44,7 @@ extension EmpaticaDeviceManager {
         }
         if let timer = self.profileSettle { api.loop.cancel(timer) }
         self.profileSettle = nil
-        self.missingProfile = nil
+        self.phase = .subscribing
         guard let command else {
             self.attemptFailed(.profileMismatch("no command characteristic 3E71"))
             return
@@ -123,6 +123,7 @@ extension EmpaticaDeviceManager {
                 self.attemptFailed(.bluez(name: error.name, message: error.message))
             case .success:
                 self.cancelTimers()
+                self.phase = .idle
                 self.failures = 0
                 self.lastError = nil
                 self.connectedSince = Self.now()

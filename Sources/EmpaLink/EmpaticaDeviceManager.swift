@@ -72,16 +72,11 @@ public final class EmpaticaDeviceManager {
     var failures = 0
     var reconnectTimer: TimerHandle?
     var deadline: TimerHandle?
-    var awaitingServices = false
-    /// This attempt's `Connect` succeeded: BlueZ holds a link for us even if it never signalled `Connected`.
+    /// The step the current attempt is at, or the release of a failed one's link.
+    var phase = ConnectionPhase.idle
+    /// This attempt's `Connect` succeeded: BlueZ holds a link for us even if it never signalled `Connected`. A
+    /// property of the link rather than a step: it holds from `Connect`'s answer through every later step.
     var linkRequested = false
-    /// What the profile still lacks after `ServicesResolved`: bluetoothd 5.66 may signal it before it has
-    /// exported every GATT object (`InterfacesAdded` follows), so the attempt waits for them until its deadline.
-    var missingProfile: String?
-    /// Our `Disconnect` of a failed attempt's link is in flight: no new attempt until it is answered.
-    var disconnectPending = false
-    /// An attempt was asked for (``connect(delegate:)``) while ``disconnectPending``: start it when answered.
-    var attemptDeferred = false
     /// Runs once the characteristics present stop changing while only optional ones are missing.
     var profileSettle: TimerHandle?
     var streams: [NotificationStream] = []
@@ -148,6 +143,7 @@ public final class EmpaticaDeviceManager {
         self.wantsConnection = false
         self.cancelTimers()
         guard self.deviceStatus != .disconnected else { return }
+        self.phase = .idle
         self.setStatus(.disconnecting)
         self.closeStreams()
         guard let api = self.api else {
@@ -170,8 +166,8 @@ public final class EmpaticaDeviceManager {
     func startAttempt() {
         guard self.wantsConnection, self.deviceStatus == .disconnected, self.reconnectTimer == nil,
               let api = self.api else { return }
-        guard !self.disconnectPending else {
-            self.attemptDeferred = true
+        if case .releasing = self.phase {
+            self.phase = .releasing(retry: true)
             return
         }
         guard api.bluez.isAvailable, self.present, api.bluez.device(at: self.path) != nil else {
@@ -179,8 +175,8 @@ public final class EmpaticaDeviceManager {
             return
         }
         self.attempt &+= 1
+        self.phase = .linking
         self.linkRequested = false
-        self.missingProfile = nil
         self.counters.connectAttempts &+= 1
         let attempt = self.attempt
         self.setStatus(.connecting)
@@ -194,7 +190,7 @@ public final class EmpaticaDeviceManager {
             case .failure(let error) where error.name == BlueZNames.Error.inProgress:
                 // BlueZ is already connecting this device (another client, or our earlier attempt): wait for
                 // Connected/ServicesResolved under the same deadline.
-                self.awaitingServices = true
+                self.phase = .resolvingServices
             case .failure(let error):
                 self.attemptFailed(.bluez(name: error.name, message: error.message))
             }
@@ -209,7 +205,7 @@ public final class EmpaticaDeviceManager {
         self.deadline = try? api.loop.scheduleTimer(after: api.options.connectTimeout) { [weak self] in
             guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
             self.deadline = nil
-            if finalSubscribe, self.missingProfile != nil {
+            if finalSubscribe, self.phase.isAwaitingProfile {
                 self.armDeadline(attempt: attempt, finalSubscribe: false)
                 self.subscribe(final: true)
             } else {
@@ -221,10 +217,9 @@ public final class EmpaticaDeviceManager {
     func connectedAtLinkLevel() {
         guard let info = self.api?.bluez.device(at: self.path) else { return }
         if info.servicesResolved {
-            self.awaitingServices = false
             self.subscribe()
         } else {
-            self.awaitingServices = true
+            self.phase = .resolvingServices
         }
     }
 
@@ -234,7 +229,7 @@ public final class EmpaticaDeviceManager {
         self.failures += 1
         self.cancelTimers()
         self.closeStreams()
-        self.awaitingServices = false
+        self.phase = .idle
         // Leave BlueZ in a clean state: an attempt that timed out may still be connecting, and one that failed
         // after `Connect` succeeded holds a link whose `Connected = true` bluetoothd may never have signalled.
         // The next attempt waits for that `Disconnect` to finish: a `Connect` before it would find the old link
@@ -245,16 +240,15 @@ public final class EmpaticaDeviceManager {
             || error.isTimeout
         {
             self.linkRequested = false
-            self.disconnectPending = true
+            self.phase = .releasing(retry: false)
             let attempt = self.attempt
             self.setStatus(.disconnected)
             api.bluez.disconnect(device: self.path) { [weak self] _ in
-                guard let self else { return }
-                self.disconnectPending = false
+                guard let self, case .releasing(let retry) = self.phase else { return }
+                self.phase = .idle
                 guard self.attempt == attempt, self.deviceStatus == .disconnected, self.reconnectTimer == nil
                 else { return }
-                if self.attemptDeferred {
-                    self.attemptDeferred = false
+                if retry {
                     self.startAttempt()
                 } else {
                     self.scheduleReconnect()
@@ -272,7 +266,7 @@ public final class EmpaticaDeviceManager {
         if self.deviceStatus == .connected { self.counters.linkLosses &+= 1 }
         self.cancelTimers()
         self.closeStreams()
-        self.awaitingServices = false
+        self.phase = .idle
         self.connectedSince = nil
         self.setStatus(.disconnected)
         self.failures = 0
@@ -319,8 +313,7 @@ public final class EmpaticaDeviceManager {
         // Not `info.connected`: bluetoothd 5.66 never signals `Connected = true` for an LE link it opened when the
         // ATT channel came up before the kernel's "device connected" event (seen with real bluetoothd, see
         // Docs/simulator.md), while `ServicesResolved = true` only ever happens on a live link.
-        if self.awaitingServices, self.deviceStatus == .connecting, info.servicesResolved {
-            self.awaitingServices = false
+        if self.phase == .resolvingServices, self.deviceStatus == .connecting, info.servicesResolved {
             self.subscribe()
         }
     }
@@ -330,7 +323,7 @@ public final class EmpaticaDeviceManager {
         switch self.deviceStatus {
         case .disconnected:
             self.startAttempt()
-        case .connecting where self.missingProfile != nil:
+        case .connecting where self.phase.isAwaitingProfile:
             self.subscribe()
         default:
             break
