@@ -90,7 +90,7 @@ let package = Package(
                                                           "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
-        .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl"], swiftSettings: strict),
+        .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl", "TestSupport"], swiftSettings: strict),
         // Test helpers shared by the test targets: a private dbus-daemon, the simulator process.
         .target(name: "TestSupport", dependencies: ["DBus", "EventLoop"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix", "TestSupport"], swiftSettings: strict),

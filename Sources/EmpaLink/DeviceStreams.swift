@@ -22,6 +22,8 @@ public struct DeviceStreams {
     var temperatureClock = StreamClock(fs: 4)
 
     var ibi = IBIEngine()
+    /// The IBI engine's time line: BVP sample cadence, independent of the published timestamps' corrections.
+    var beatTimeline = BeatTimeline(fs: 64, breakingGap: 1)
 
     public init() {}
 
@@ -37,6 +39,7 @@ public struct DeviceStreams {
         self.gsrClock.reset()
         self.temperatureClock.reset()
         self.ibi.reset()
+        self.beatTimeline.reset()
     }
 
     /// Totals over every stream, for metrics.
@@ -72,13 +75,22 @@ extension DeviceStreams {
             let count = E4BVP.samplesPerPacket
             // Lost packets move the clock forward; the IBI engine sees the time gap and starts a new beat chain,
             // so no interval spans missing data.
+            let reanchors = self.bvpClock.reanchors
             let t0 = self.bvpClock.firstSampleTime(count: count, arrival: arrival,
                                                    lostPackets: continuity.lostPackets, restart: continuity.isRestart)
             self.bvpPacket.value.span.withUnsafeBufferPointer { sink.samples(.bvp, $0, t0: t0, fs: 64) }
+            // The engine measures intervals on the sample cadence (see ``BeatTimeline``) and reports in published
+            // time.
+            let e0 = self.beatTimeline.firstSampleTime(
+                published: t0, count: count, lostPackets: continuity.lostPackets,
+                discontinuous: continuity.isRestart || self.bvpClock.reanchors != reanchors)
+            let offset = self.beatTimeline.offset
             for index in 0..<count {
-                let output = self.ibi.appendBVP(Double(self.bvpPacket.value[index]), at: t0 + Double(index) / 64)
-                if let interval = output.interval { sink.ibi(Float(interval.seconds), at: interval.time) }
-                if let rate = output.heartRate { sink.heartRate(Float(rate.beatsPerMinute), at: rate.time) }
+                let output = self.ibi.appendBVP(Double(self.bvpPacket.value[index]), at: e0 + Double(index) / 64)
+                if let interval = output.interval { sink.ibi(Float(interval.seconds), at: interval.time + offset) }
+                if let rate = output.heartRate {
+                    sink.heartRate(Float(rate.beatsPerMinute), at: rate.time + offset)
+                }
             }
         case .acc:
             guard let continuity = try? self.acc.decode(bytes, into: &self.accPacket) else { return }
@@ -93,9 +105,11 @@ extension DeviceStreams {
                     }
                 }
             }
+            // On the engine's time line: published ACC time, less the BVP time line's offset.
+            let e0 = t0 - self.beatTimeline.offset
             for index in 0..<count {
                 self.ibi.appendACC(x: Double(packet.x[index]), y: Double(packet.y[index]), z: Double(packet.z[index]),
-                                   at: t0 + Double(index) / 32)
+                                   at: e0 + Double(index) / 32)
             }
         case .gsr:
             guard let continuity = try? self.gsr.decode(bytes, into: &self.gsrPacket) else { return }

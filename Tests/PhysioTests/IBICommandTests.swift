@@ -1,6 +1,7 @@
 import EmpaLinkCtl
 import Glibc
 import Testing
+import TestSupport
 
 @Suite struct IBICommandTests {
     func parse(_ text: String, columns: Int = 1) throws(E4ExportError) -> E4Export {

@@ -1,5 +1,6 @@
 import Physio
 import Testing
+import TestSupport
 
 /// The pulse-quality checks: shape template, extra and missed pulses, recovery of the rhythm.
 @Suite struct IBIEngineQualityTests {

@@ -1,5 +1,6 @@
 @testable import Physio
 import Testing
+import TestSupport
 
 /// Runs confirmed in motion, intervals held for confirmation, a rhythm that changes beat by beat, and the amplitude
 /// check that applies only while the wrist moves.

@@ -1,6 +1,7 @@
 import Glibc
 import Physio
 import Testing
+import TestSupport
 
 @Suite struct IBIEngineTests {
     let pulse = SyntheticPulse()
