@@ -31,10 +31,12 @@ import Testing
 
     @Test(arguments: [
         ("[bluetoothd]\nomit_characteristics = [\"battery\", \"heart\"]\n", 2, 36,
-         "unknown characteristic 'heart' in 'omit_characteristics' (expected bvp, acc, temp, gsr, tag, battery, command)"),
+         "unknown characteristic 'heart' in 'omit_characteristics' "
+             + "(expected bvp, acc, temp, gsr, tag, battery, command)"),
         ("[bluetoothd]\nomit_characteristics = \"battery\"\n", 2, 24,
          "'omit_characteristics' must be an array of names, found string"),
-        ("[bluetoothd]\n\nomit_characteristics = [3]\n", 3, 25, "'omit_characteristics' must be a string, found integer"),
+        ("[bluetoothd]\n\nomit_characteristics = [3]\n", 3, 25,
+         "'omit_characteristics' must be a string, found integer"),
         ("[bluetoothd]\nomit_characteristics = [\"BVP\"]\n", 2, 25, "unknown characteristic 'BVP'"),
     ])
     func rejectsAnUnknownNameWithItsPosition(text: String, line: Int, column: Int, message: String) {
