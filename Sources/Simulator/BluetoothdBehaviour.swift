@@ -31,6 +31,19 @@ public struct BluetoothdBehaviour: Hashable, Sendable {
     /// How long after `ServicesResolved` the GATT objects follow when ``resolvesBeforeExport`` is on.
     public var lateExportMilliseconds = 500
 
+    /// The characteristics (16-bit UUIDs) left out of every wristband's GATT tree; empty exports the whole profile.
+    ///
+    /// A firmware variant without a stream, or bluetoothd's GATT cache of an interrupted discovery, shows a client
+    /// a partial profile. The agent must go on without an optional stream and fail an attempt that lacks the
+    /// command or BVP characteristic; this lets its tests see both. Set by name (``characteristicNames``).
+    public var omittedCharacteristics: Set<UInt16> = []
+
+    /// The names `omit_characteristics` accepts: the stream names of SPEC §10 (`E4Stream`) and `command`.
+    public static let characteristicNames: [(name: String, uuid16: UInt16)] = [
+        ("bvp", 0x3EA1), ("acc", 0x3EA3), ("temp", 0x3EA6), ("gsr", 0x3EA8), ("tag", 0x3EB2), ("battery", 0x3EB3),
+        ("command", 0x3E71),
+    ]
+
     /// bluetoothd's ATT MTU before (and without) an exchange.
     public static let defaultMTU: UInt16 = 23
 

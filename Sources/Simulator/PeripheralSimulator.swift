@@ -115,7 +115,9 @@ public final class PeripheralSimulator {
         self.callTimeout = callTimeout
         self.loop = loop
         self.logger = logger
-        self.characteristics = SimulatedDevice.makeCharacteristics(devicePath: PeripheralSimulator.appRoot)
+        // A partial profile is the wristband's, not bluetoothd's: the peripheral face leaves the same ones out.
+        self.characteristics = SimulatedDevice.makeCharacteristics(
+            devicePath: PeripheralSimulator.appRoot, omitting: scenario.bluetoothd.omittedCharacteristics)
         self.startInstant = .now
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)

@@ -83,6 +83,8 @@ extension Scenario {
             case "services_resolved_early": self.bluetoothd.resolvesBeforeExport = try Self.boolean(v, entry.key)
             case "late_export_ms":
                 self.bluetoothd.lateExportMilliseconds = Int(try Self.integer(v, entry.key, in: 0...60_000))
+            case "omit_characteristics":
+                self.bluetoothd.omittedCharacteristics = try Self.characteristics(v, entry.key)
             default:
                 throw ScenarioError("unknown key 'bluetoothd.\(entry.key)'", at: entry.keyPosition)
             }
@@ -229,6 +231,24 @@ extension Scenario {
             throw ScenarioError("'\(key)' must be true or false, found \(value.typeName)", at: value.position)
         }
         return b
+    }
+
+    /// An array of characteristic names (``BluetoothdBehaviour/characteristicNames``) as their 16-bit UUIDs.
+    private static func characteristics(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> Set<UInt16> {
+        let names = BluetoothdBehaviour.characteristicNames
+        guard case .array(let items) = value.kind else {
+            throw ScenarioError("'\(key)' must be an array of names, found \(value.typeName)", at: value.position)
+        }
+        var out: Set<UInt16> = []
+        for item in items {
+            let name = try Self.string(item, key)
+            guard let uuid16 = names.first(where: { $0.name == name })?.uuid16 else {
+                throw ScenarioError("unknown characteristic '\(name)' in '\(key)' (expected "
+                                    + names.map(\.name).joined(separator: ", ") + ")", at: item.position)
+            }
+            out.insert(uuid16)
+        }
+        return out
     }
 
     private static func string(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> String {

@@ -52,7 +52,9 @@ final class SimulatedDevice {
 
     /// - Parameter address: the wristband's address; `nil` for device k's simulated `00:07:80:A0:01:kk` (the
     ///   peripheral face passes its adapter's, since that is the address a central sees).
-    init(index: Int, seed: UInt64, physiology: PhysiologyParameters, address: DeviceAddress? = nil) {
+    /// - Parameter omitting: characteristics (16-bit UUIDs) left out of the GATT tree (`omit_characteristics`).
+    init(index: Int, seed: UInt64, physiology: PhysiologyParameters, address: DeviceAddress? = nil,
+         omitting: Set<UInt16> = []) {
         self.index = index
         self.address = address ?? DeviceAddress(0x00, 0x07, 0x80, 0xA0, 0x01, UInt8(truncatingIfNeeded: index))
         self.addressString = self.address.description
@@ -63,15 +65,19 @@ final class SimulatedDevice {
         self.faultRandom = SimRandom(seed: seed, UInt64(index), 98)
         self.rssiCentre = -55 - 20 * self.random.unit()
         self.rssi = Int16(self.rssiCentre.rounded())
-        self.characteristics = SimulatedDevice.makeCharacteristics(devicePath: self.path)
+        self.characteristics = SimulatedDevice.makeCharacteristics(devicePath: self.path, omitting: omitting)
     }
 
-    /// The GATT layout (SPEC §6) with bluetoothd's handle-based paths.
-    static func makeCharacteristics(devicePath: String) -> [SimulatedCharacteristic] {
+    /// The GATT layout (SPEC §6) with bluetoothd's handle-based paths, less the characteristics in `omitting`.
+    ///
+    /// The others keep their handles and paths, and the services stay even when all of theirs are left out: what
+    /// a client must cope with is a characteristic it looks for not being there. Leaving a characteristic out of
+    /// this list is enough: the tree, its `InterfacesAdded`, streaming and the truth files all go by it.
+    static func makeCharacteristics(devicePath: String, omitting: Set<UInt16> = []) -> [SimulatedCharacteristic] {
         let sensor = devicePath + "/service000c"
         let status = devicePath + "/service0019"
         let command = devicePath + "/service0020"
-        return [
+        let all = [
             SimulatedCharacteristic(uuid16: 0x3EA1, handle: 0x000D, servicePath: sensor, flags: ["notify"]),
             SimulatedCharacteristic(uuid16: 0x3EA3, handle: 0x0010, servicePath: sensor, flags: ["notify"]),
             SimulatedCharacteristic(uuid16: 0x3EA6, handle: 0x0013, servicePath: sensor, flags: ["notify"]),
@@ -80,6 +86,7 @@ final class SimulatedDevice {
             SimulatedCharacteristic(uuid16: 0x3EB3, handle: 0x001D, servicePath: status, flags: ["read", "notify"]),
             SimulatedCharacteristic(uuid16: 0x3E71, handle: 0x0021, servicePath: command, flags: ["write"]),
         ]
+        return all.filter { !omitting.contains($0.uuid16) }
     }
 
     /// The services: (path, 16-bit UUID, handle).

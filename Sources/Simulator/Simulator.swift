@@ -85,7 +85,8 @@ public final class Simulator {
         self.startWall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
         let physiology = Simulator.physiology(devices: devices, seed: seed, scenario: scenario)
         for (offset, parameters) in physiology.enumerated() {
-            self.devices.append(SimulatedDevice(index: offset + 1, seed: seed, physiology: parameters))
+            self.devices.append(SimulatedDevice(index: offset + 1, seed: seed, physiology: parameters,
+                                                omitting: scenario.bluetoothd.omittedCharacteristics))
         }
     }
 

@@ -471,3 +471,77 @@ extension EmpaLinkSimulatorTests {
         #expect(try rig.run(until: { !rig.api.monitorRegistered && rig.api.status == .scanning }, limit: .seconds(5)))
     }
 }
+
+/// A wristband whose GATT profile lacks characteristics (`[bluetoothd] omit_characteristics`, Docs/simulator.md).
+extension EmpaLinkSimulatorTests {
+    /// Discovers device 1 of a rig with a partial profile and asks it to connect.
+    func connectPartialProfile(omitting names: [String], connectTimeout: Duration) throws
+        -> (Rig, EmpaticaDeviceManager)
+    {
+        var options = EmpaticaAPI.Options()
+        options.connectTimeout = connectTimeout
+        let list = names.map { "\"\($0)\"" }.joined(separator: ", ")
+        let rig = try Rig(devices: 1, allow: nil, options: options,
+                          scenario: "[bluetoothd]\nomit_characteristics = [\(list)]\n")
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder)
+        return (rig, device)
+    }
+
+    /// Only optional characteristics missing: the attempt goes on with what is there once no new GATT object has
+    /// come for a second, not at the connect deadline, and streams the rest.
+    @Test func connectsWithoutOptionalCharacteristicsLongBeforeTheDeadline() throws {
+        let start = Date()
+        let (rig, device) = try self.connectPartialProfile(omitting: ["battery", "tag"], connectTimeout: .seconds(10))
+        defer { rig.close() }
+        #expect(try rig.run(until: { device.deviceStatus == .connected }, limit: .seconds(20)))
+        let seconds = Date().timeIntervalSince(start)
+        print("connected without battery and tag after \(String(format: "%.2f", seconds)) s (deadline 10 s)")
+        // Discovery, ~1.3 s of simulated link and service discovery and the 1 s settle; the deadline is 10 s.
+        #expect(seconds < 5, "waited for the connect deadline instead of the settle: \(seconds) s")
+        // GSR and temperature send a packet every 1.5 s and 2 s.
+        let streaming = try rig.run(until: {
+            rig.recorder.bvp.count > 20 && !rig.recorder.acc.isEmpty && !rig.recorder.gsr.isEmpty
+                && !rig.recorder.temp.isEmpty
+        }, limit: .seconds(10))
+        let counts = "bvp \(rig.recorder.bvp.count) acc \(rig.recorder.acc.count) gsr \(rig.recorder.gsr.count) "
+            + "temp \(rig.recorder.temp.count)"
+        #expect(streaming, "\(counts)")
+        rig.control("PressTag", [.string("a00101")])
+        try rig.run(for: .milliseconds(500))
+        #expect(rig.recorder.battery.isEmpty)
+        #expect(rig.recorder.tags.isEmpty)
+        #expect(device.deviceStatus == .connected)
+        #expect(device.counters.connectAttempts == 1)
+        #expect(device.counters.connectFailures == 0)
+        #expect(device.lastError == nil)
+        #expect(device.counters.acquiredNotifications == 4, "BVP, ACC, GSR, temperature")
+        #expect(device.statistics.decodeErrors == 0)
+    }
+
+    /// A required characteristic missing: each attempt fails with `profileMismatch` naming it (at its deadline,
+    /// since a late object could still come), the device goes back to `.disconnected`, and it keeps retrying.
+    @Test(arguments: [("command", "no command characteristic 3E71"), ("bvp", "no BVP characteristic 3EA1")])
+    func failsEachAttemptWhenARequiredCharacteristicIsMissingAndRetries(omitted: String, reason: String) throws {
+        let (rig, device) = try self.connectPartialProfile(omitting: [omitted], connectTimeout: .seconds(3))
+        defer { rig.close() }
+        var errors: [EmpaLinkError?] = []
+        rig.recorder.onStatus = { status in if status == .disconnected { errors.append(device.lastError) } }
+        #expect(try rig.run(until: { device.counters.connectFailures >= 2 }, limit: .seconds(20)),
+                "attempts \(device.counters.connectAttempts), failures \(device.counters.connectFailures)")
+        #expect(device.lastError == .profileMismatch(reason))
+        #expect(errors.count >= 2)
+        #expect(errors.allSatisfy { $0 == .profileMismatch(reason) }, "\(errors)")
+        #expect(!rig.recorder.deviceStatuses.contains(.connected))
+        // Each failure went back to .disconnected before the next attempt.
+        let statuses = rig.recorder.deviceStatuses
+        let firstDisconnect = try #require(statuses.firstIndex(of: .disconnected))
+        #expect(statuses[..<firstDisconnect].contains(.connecting))
+        #expect(statuses[firstDisconnect...].contains(.connecting), "no retry after \(statuses)")
+        #expect(device.counters.connectAttempts >= 2)
+        #expect(rig.recorder.bvp.isEmpty)
+    }
+}
