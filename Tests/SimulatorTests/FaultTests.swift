@@ -13,12 +13,7 @@ import Testing
         let h = try SimulatorHarness(devices: 1)
         defer { h.close() }
         try h.discoverAndConnect()
-        guard case .success(let values) = h.call(h.charPath(0x3EA1), "org.bluez.GattCharacteristic1", "AcquireNotify",
-                                                 [.properties([])]), case .unixFD(let fd)? = values.first else {
-            Issue.record("AcquireNotify failed")
-            return
-        }
-        let reader = try NotifyReader(fd: fd, loop: h.loop)
+        guard let reader = try h.acquireNotify(0x3EA1) else { return }
         defer { reader.close() }
         #expect(h.errorName(h.writeStart()) == nil)
         #expect(h.wait { reader.packets.count >= 2 })
@@ -74,12 +69,7 @@ import Testing
         let h = try SimulatorHarness(devices: 1)
         defer { h.close() }
         try h.discoverAndConnect()
-        guard case .success(let values) = h.call(h.charPath(0x3EA3), "org.bluez.GattCharacteristic1", "AcquireNotify",
-                                                 [.properties([])]), case .unixFD(let fd)? = values.first else {
-            Issue.record("AcquireNotify failed")
-            return
-        }
-        let reader = try NotifyReader(fd: fd, loop: h.loop)
+        guard let reader = try h.acquireNotify(0x3EA3) else { return }
         defer { reader.close() }
         #expect(h.errorName(h.control("SetPacketLoss", [.string("*"), .double(0.5)])) == nil)
         #expect(h.errorName(h.writeStart()) == nil)

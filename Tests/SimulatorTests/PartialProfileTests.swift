@@ -95,12 +95,7 @@ import Testing
         #expect(h.errorName(h.call(h.charPath(0x3EB3), Self.characteristic, "ReadValue", [.properties([])])) != nil)
 
         // The rest streams; the omitted streams send nothing and record no truth, even with a tag pressed.
-        guard case .success(let values) = h.call(h.charPath(0x3EA1), Self.characteristic, "AcquireNotify",
-                                                 [.properties([])]), case .unixFD(let fd)? = values.first else {
-            Issue.record("AcquireNotify failed")
-            return
-        }
-        let reader = try NotifyReader(fd: fd, loop: h.loop)
+        guard let reader = try h.acquireNotify(0x3EA1) else { return }
         defer { reader.close() }
         #expect(h.errorName(h.writeStart()) == nil)
         #expect(h.wait { reader.packets.count >= 4 })

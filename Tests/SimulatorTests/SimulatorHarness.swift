@@ -84,6 +84,18 @@ final class SimulatorHarness {
         return result ?? .failure(DBusError(name: "test.Timeout", message: "no reply"))
     }
 
+    /// `AcquireNotify` on the characteristic `uuid` of the first device and a reader on the socket it returns;
+    /// `nil` (and an issue recorded) when the call fails.
+    func acquireNotify(_ uuid: UInt16) throws -> NotifyReader? {
+        guard case .success(let values) = self.call(self.charPath(uuid), "org.bluez.GattCharacteristic1",
+                                                    "AcquireNotify", [.properties([])]),
+              case .unixFD(let fd)? = values.first else {
+            Issue.record("AcquireNotify on \(String(uuid, radix: 16, uppercase: true)) failed")
+            return nil
+        }
+        return try NotifyReader(fd: fd, loop: self.loop)
+    }
+
     /// The error name of a failed call, `nil` on success.
     func errorName(_ result: Result<[DBusValue], DBusError>) -> String? {
         if case .failure(let error) = result { return error.name }
