@@ -150,15 +150,29 @@ public final class EmpaticaDeviceManager {
             self.setStatus(.disconnected)
             return
         }
-        api.bluez.disconnect(device: self.path) { [weak self] _ in
-            self?.finishDisconnect()
+        api.bluez.disconnect(device: self.path) { [weak self] result in
+            guard let self, self.deviceStatus == .disconnecting else { return }
+            if case .failure = result {
+                self.finishDisconnect(linkDown: true)
+            } else {
+                self.finishDisconnect(linkDown: false)
+            }
         }
     }
 
-    func finishDisconnect() {
+    /// Our ``disconnect()`` is done: the `Disconnect` was answered or `Connected = false` came, whichever first.
+    ///
+    /// - Parameter linkDown: whether no signal of the old link is still to come. A ``connect(delegate:)`` made while
+    ///   the `Disconnect` was in flight (a reload that removed and re-added the serial) found the device still
+    ///   disconnecting; it starts here once the link is down, so that its late `Connected = false` cannot end the new
+    ///   attempt (see ``propertiesChanged(_:)``). A failed `Disconnect` leaves nothing to wait for.
+    func finishDisconnect(linkDown: Bool) {
         self.connectedSince = nil
         self.setStatus(.disconnected)
         self.api?.reconcileDiscovery()
+        if linkDown || self.api?.bluez.device(at: self.path)?.connected != true {
+            self.startAttempt()
+        }
     }
 
     // MARK: Connection attempts
@@ -303,9 +317,14 @@ public final class EmpaticaDeviceManager {
     func propertiesChanged(_ names: [String]) {
         guard let info = self.api?.bluez.device(at: self.path) else { return }
         if names.contains("Connected"), !info.connected {
-            if self.deviceStatus == .disconnecting {
-                self.finishDisconnect()
-            } else {
+            switch self.deviceStatus {
+            case .disconnecting:
+                self.finishDisconnect(linkDown: true)
+            case .disconnected where self.phase == .idle:
+                // The link of our Disconnect went down after its answer: a connect() waiting for it starts now. (A
+                // failed attempt's link is ``ConnectionPhase/releasing``: its retry waits for its own answer.)
+                self.startAttempt()
+            default:
                 self.linkLost()
             }
             return

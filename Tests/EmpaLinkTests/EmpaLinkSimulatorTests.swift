@@ -280,6 +280,19 @@ import TestSupport
         #expect(device.counters.linkLosses == 1)
     }
 
+    @Test func connectDuringDisconnectConnectsAgain() throws {
+        let (rig, device) = try self.connectedRig()
+        defer { rig.close() }
+        // An application (or a config reload) disconnects and connects again before BlueZ answered the Disconnect.
+        device.disconnect()
+        #expect(device.deviceStatus == .disconnecting)
+        try device.connect(delegate: rig.recorder)
+        let before = rig.recorder.bvp.count
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > before + 11 },
+                            limit: .seconds(15)))
+        #expect(device.counters.connectAttempts == 2)
+    }
+
     @Test func recoversFromAnAdapterPowerCycle() throws {
         let (rig, device) = try self.connectedRig()
         defer { rig.close() }
