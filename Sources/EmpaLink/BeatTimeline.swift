@@ -1,27 +1,31 @@
 /// The IBI engine's time line for one wristband: BVP samples exactly one sample period apart, as the wristband took
-/// them, with lost packets skipped over — so the interval between two beats does not depend on radio latency.
+/// them — so the interval between two beats does not depend on radio latency — and which packets interrupt the stream.
 ///
 /// Published timestamps (``StreamClock``, SPEC §8) follow arrival: when a packet arrives earlier than the anchor
-/// predicts, the anchor moves back to it, and every later sample is stamped that much earlier. An interval measured
-/// on those stamps across the move would shrink by it (on a loaded board the first packet's latency is tens of
-/// milliseconds, up to a hundred and more), and the engine would drop the samples that seem to go back in time. On
-/// this time line the move changes only ``offset``, from engine time to published time, which the engine's output is
-/// shifted by. A discontinuity the clock cannot bridge — the wristband restarted its counters, or the anchor was
-/// re-anchored after drifting more than half a second — is a jump forward of at least ``breakingGap``, which the
-/// engine takes for a gap: no interval spans it. Pure arithmetic: no allocation.
+/// predicts, the anchor moves back to it and every later sample is stamped that much earlier; after a stall of more
+/// than half a second the clock re-anchors. An interval measured on those stamps across such a move would be off by
+/// it, and the engine would drop the samples that seem to go back in time. On this time line a move changes only
+/// ``offset``, from engine time to published time, by which the engine's output is shifted.
+///
+/// The stream is *interrupted* (the engine must start a new beat chain, ``Physio/IBIEngine/interrupt()``) when the
+/// wristband restarted its counters, when packets were lost — BVP is delta-coded, so a lost packet leaves a step in
+/// the signal besides the missing samples — or when the stamps jumped further than a delivery delay can explain: half
+/// the flow counter's period (E4: 64 packets, 11 s), beyond which a delay and a loss of a whole counter period look
+/// alike. A stall with the counter intact is a delivery delay: the samples are contiguous and the chain goes on. Pure
+/// arithmetic: no allocation.
 struct BeatTimeline: Sendable, Equatable {
     /// Sample rate in Hz.
     let fs: Double
-    /// A forward jump this long breaks the engine's beat chain (longer than its largest gap, 0.5 s).
-    let breakingGap: Double
+    /// The largest jump of the published stamps, in seconds, taken for a delivery delay with the counter intact.
+    let largestDelay: Double
     /// Published time minus engine time, for what the engine reports.
     private(set) var offset: Double = 0
     /// Engine time of the next sample expected; `nil` before the first packet.
     private var next: Double?
 
-    init(fs: Double, breakingGap: Double) {
+    init(fs: Double, largestDelay: Double) {
         self.fs = fs
-        self.breakingGap = breakingGap
+        self.largestDelay = largestDelay
     }
 
     mutating func reset() {
@@ -29,22 +33,27 @@ struct BeatTimeline: Sendable, Equatable {
         self.next = nil
     }
 
-    /// The engine time of the first sample of a packet of `count` samples stamped `published` by the stream's clock.
+    /// The engine time of the first sample of a packet of `count` samples stamped `published` by the stream's clock,
+    /// and whether the stream was interrupted before it.
     ///
     /// - Parameters:
     ///   - lostPackets: packets missing before this one (their samples are skipped over, as the clock does).
-    ///   - discontinuous: the clock restarted or re-anchored for this packet.
-    mutating func firstSampleTime(published: Double, count: Int, lostPackets: Int, discontinuous: Bool) -> Double {
-        let first: Double
-        if let next = self.next {
-            let expected = next + Double(lostPackets * count) / self.fs
-            // On a discontinuity follow the published jump forward, but always by enough to break the chain.
-            first = discontinuous ? expected + max(published - self.offset - expected, self.breakingGap) : expected
-        } else {
-            first = published
+    ///   - restart: the wristband restarted its counters.
+    mutating func firstSampleTime(published: Double, count: Int, lostPackets: Int,
+                                  restart: Bool) -> (time: Double, interrupted: Bool) {
+        guard let next = self.next else {
+            self.offset = 0
+            self.next = published + Double(count) / self.fs
+            return (published, false)
         }
+        let expected = next + Double(lostPackets * count) / self.fs
+        let jump = published - self.offset - expected
+        let interrupted = restart || lostPackets > 0 || abs(jump) > self.largestDelay
+        // Across an interruption engine time follows a jump forward, so the output keeps its offset; it never goes
+        // back. Otherwise the cadence holds and the offset takes up the move.
+        let first = interrupted ? expected + max(jump, 0) : expected
         self.offset = published - first
         self.next = first + Double(count) / self.fs
-        return first
+        return (first, interrupted)
     }
 }

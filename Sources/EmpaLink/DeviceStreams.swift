@@ -22,8 +22,10 @@ public struct DeviceStreams {
     var temperatureClock = StreamClock(fs: 4)
 
     var ibi = IBIEngine()
-    /// The IBI engine's time line: BVP sample cadence, independent of the published timestamps' corrections.
-    var beatTimeline = BeatTimeline(fs: 64, breakingGap: 1)
+    /// The IBI engine's time line: BVP sample cadence, independent of the published timestamps' corrections. A delay
+    /// up to half the BVP flow counter's period is taken for a delay — 64 packets (a 6-bit counter) of 11 samples at
+    /// 64 Hz: 11 s.
+    var beatTimeline = BeatTimeline(fs: 64, largestDelay: 0.5 * Double(64 * E4BVP.samplesPerPacket) / 64)
 
     public init() {}
 
@@ -73,17 +75,15 @@ extension DeviceStreams {
         case .bvp:
             guard let continuity = try? self.bvp.decode(bytes, into: &self.bvpPacket) else { return }
             let count = E4BVP.samplesPerPacket
-            // Lost packets move the clock forward; the IBI engine sees the time gap and starts a new beat chain,
-            // so no interval spans missing data.
-            let reanchors = self.bvpClock.reanchors
+            // Lost packets move the clock forward.
             let t0 = self.bvpClock.firstSampleTime(count: count, arrival: arrival,
                                                    lostPackets: continuity.lostPackets, restart: continuity.isRestart)
             self.bvpPacket.value.span.withUnsafeBufferPointer { sink.samples(.bvp, $0, t0: t0, fs: 64) }
             // The engine measures intervals on the sample cadence (see ``BeatTimeline``) and reports in published
-            // time.
-            let e0 = self.beatTimeline.firstSampleTime(
-                published: t0, count: count, lostPackets: continuity.lostPackets,
-                discontinuous: continuity.isRestart || self.bvpClock.reanchors != reanchors)
+            // time; after lost packets or a restart it starts a new beat chain, so no interval spans missing data.
+            let (e0, interrupted) = self.beatTimeline.firstSampleTime(
+                published: t0, count: count, lostPackets: continuity.lostPackets, restart: continuity.isRestart)
+            if interrupted { self.ibi.interrupt() }
             let offset = self.beatTimeline.offset
             for index in 0..<count {
                 let output = self.ibi.appendBVP(Double(self.bvpPacket.value[index]), at: e0 + Double(index) / 64)

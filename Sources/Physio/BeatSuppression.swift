@@ -1,6 +1,6 @@
 /// Why a detected beat's interval was withheld. The engine prefers silence to a wrong interval (SPEC §9).
 public enum BeatSuppression: Sendable, Equatable {
-    /// Within the warm-up period after start or reset.
+    /// Within the warm-up period after start or reset, or while the signal settles after a gap or an interruption.
     case warmingUp
     /// The first beat after start, reset or a gap: there is no previous beat to measure from.
     case noPreviousBeat

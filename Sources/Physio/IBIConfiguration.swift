@@ -39,7 +39,8 @@ public struct IBIConfiguration: Sendable, Equatable {
     public var mildMotionThreshold: Double = 0.1
     /// While the wrist moves (``movementThreshold``), an interval is emitted only in a run of this many consecutive
     /// intervals that passed every check: the first ones of a run are held until the run is confirmed, and withheld
-    /// (``BeatSuppression/unconfirmed``) if it is not confirmed within ``maximumLatency``.
+    /// (``BeatSuppression/unconfirmed``, or ``BeatSuppression/motion`` in strong motion) if it is not confirmed within
+    /// ``maximumLatency``.
     public var motionConfirmations = 4
     /// ACC motion index (g) above which the wrist is moving, if slowly: intervals are emitted only in confirmed runs
     /// (``motionConfirmations``) and pulse amplitudes must be in the band of recent ones. At rest the E4's index stays
@@ -70,6 +71,12 @@ public struct IBIConfiguration: Sendable, Equatable {
     public var heartRateWindow: Double = 10
     /// A gap in BVP timestamps longer than this (seconds) restarts the beat chain: no interval spans it.
     public var maximumGap: Double = 0.5
+    /// After a gap or ``IBIEngine/interrupt()``, intervals whose first beat lies within this many seconds are
+    /// withheld (``BeatSuppression/warmingUp``). A delta-coded stream that lost a packet carries a step of unknown
+    /// size, which the decoder's baseline drains with its time constant (E4: 2 s, SPEC §6); until it has gone (three
+    /// time constants: less than 5 % left) the slope it leaves shifts the feet, by up to 0.1 s at 4 s on a pulse with
+    /// a flat diastole.
+    public var settlingAfterGap: Double = 6
 
     public init() {}
 }

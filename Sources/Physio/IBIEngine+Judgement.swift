@@ -1,8 +1,8 @@
 extension IBIEngine {
     /// Applies the checks in order of cost and returns the beat with its interval or the reason it was withheld;
     /// `nil` when the pulse is taken for an artefact rather than a beat (too early and unlike recent pulses). A beat
-    /// held for confirmation comes back as ``BeatSuppression/unconfirmed`` with its interval still attached, for
-    /// ``enqueue(_:now:)`` to emit or withhold once its run is decided.
+    /// held for confirmation comes back as ``BeatSuppression/unconfirmed`` (``BeatSuppression/motion`` in strong
+    /// motion) with its interval still attached, for ``enqueue(_:now:)`` to emit or withhold once its run is decided.
     ///
     /// - Parameters:
     ///   - pulse: the pulse to judge.
@@ -113,7 +113,7 @@ extension IBIEngine {
         self.previousPair = plausible && pulseOK && previousPulseOK ? interval : nil
         let tolerance = strictness * configuration.maximumRelativeChange
         let suppression: BeatSuppression
-        if let start = self.startTime, previous - start < configuration.warmUp {
+        if let start = self.startTime, previous - start < configuration.warmUp || previous < self.settledAfter {
             suppression = .warmingUp
         } else if !plausible {
             suppression = .implausible

@@ -82,6 +82,10 @@ public struct IBIEngine: Sendable {
     var startTime: Double?
     var lastTime = 0.0
     var lastSecond = 0.0
+    /// ``interrupt()`` was called: the next sample starts a new chain.
+    var interrupted = false
+    /// Intervals that start before this time are withheld while the signal settles after a gap or an interruption.
+    var settledAfter = -Double.infinity
 
     var motion: MotionGate
     var heartRate: HeartRateTracker
@@ -122,8 +126,18 @@ public struct IBIEngine: Sendable {
         self.previousPair = nil
         self.outbox.removeAll()
         self.startTime = nil
+        self.interrupted = false
+        self.settledAfter = -Double.infinity
         self.motion.reset()
         self.heartRate.reset()
+    }
+
+    /// The stream was interrupted before the next sample — packets lost, the device restarted its counters — though
+    /// the time line may not show it: the next sample starts a new beat chain, as a gap does, so that no interval spans
+    /// the interruption, and intervals are withheld while the signal settles
+    /// (``IBIConfiguration/settlingAfterGap``). Learned references (rhythm, template) are kept.
+    public mutating func interrupt() {
+        self.interrupted = true
     }
 
     /// Adds one accelerometer sample.
@@ -149,14 +163,18 @@ public struct IBIEngine: Sendable {
         if self.startTime != nil {
             let step = time - self.lastTime
             if step <= 0 { return output }
-            if step > self.configuration.maximumGap {
-                // A gap (lost packets, reconnect without reset): no interval may span it.
+            if step > self.configuration.maximumGap || self.interrupted {
+                // A gap or an interruption (lost packets, reconnect without reset): no interval may span it, and the
+                // signal may carry a step after it (a delta-coded packet lost) until its baseline settles.
+                self.interrupted = false
                 self.raw.removeAll()
                 self.times.removeAll()
                 self.slopes.removeAll()
                 self.restartChain()
+                self.settledAfter = time + self.configuration.settlingAfterGap
             }
         } else {
+            self.interrupted = false
             self.startTime = time
             self.lastSecond = time.rounded(.down)
         }

@@ -7,7 +7,7 @@ import TestSupport
 @Suite struct BeatTimelineTests {
     @Test func keepsTheSampleCadenceWhenThePublishedAnchorMovesBack() {
         var clock = StreamClock(fs: 64)
-        var timeline = BeatTimeline(fs: 64, breakingGap: 1)
+        var timeline = BeatTimeline(fs: 64, largestDelay: 5.5)
         // The first packet was 150 ms late; the third arrives on time and moves the published anchor back.
         let arrivals = [11.0, 22.0, 33.0, 44.0].enumerated().map { 1000 + $1 / 64 + ($0 < 2 ? 0.150 : 0.002) }
         var engine: [Double] = []
@@ -15,7 +15,9 @@ import TestSupport
         for arrival in arrivals {
             let t0 = clock.firstSampleTime(count: 11, arrival: arrival)
             published.append(t0)
-            engine.append(timeline.firstSampleTime(published: t0, count: 11, lostPackets: 0, discontinuous: false))
+            let (time, interrupted) = timeline.firstSampleTime(published: t0, count: 11, lostPackets: 0, restart: false)
+            #expect(!interrupted)
+            engine.append(time)
         }
         // Published stamps jump back by ≈ 148 ms; engine time goes on one packet at a time.
         #expect(published[2] - published[1] < 11.0 / 64 - 0.14)
@@ -24,26 +26,37 @@ import TestSupport
         }
         // The offset maps engine time to the published stamps of the latest packet.
         #expect(abs(engine[3] + timeline.offset - published[3]) < 1e-9)
-        #expect(abs(timeline.offset - (published[3] - engine[3])) < 1e-9)
     }
 
-    @Test func skipsLostPacketsAndBreaksTheChainAtADiscontinuity() {
-        var timeline = BeatTimeline(fs: 64, breakingGap: 1)
-        let first = timeline.firstSampleTime(published: 500, count: 11, lostPackets: 0, discontinuous: false)
-        // Two packets lost: their 22 samples are skipped over, as the clock does.
-        let afterLoss = timeline.firstSampleTime(published: 500 + 33.0 / 64, count: 11, lostPackets: 2,
-                                                 discontinuous: false)
-        #expect(abs(afterLoss - first - 33.0 / 64) < 1e-9)
-        // A restart stamped earlier than expected still moves engine time forward, by the breaking gap.
-        let expected = afterLoss + 11.0 / 64
-        let restarted = timeline.firstSampleTime(published: 400, count: 11, lostPackets: 0, discontinuous: true)
-        #expect(abs(restarted - (expected + 1)) < 1e-9)
-        #expect(abs(restarted + timeline.offset - 400) < 1e-9)
-        // A re-anchor after a 5 s pause follows the published jump.
-        let next = restarted + 11.0 / 64
-        let paused = timeline.firstSampleTime(published: 400 + 11.0 / 64 + 5, count: 11, lostPackets: 0,
-                                              discontinuous: true)
-        #expect(abs(paused - (next + 5)) < 1e-9)
+    @Test func aStallWithTheCounterIntactIsADelayNotAnInterruption() {
+        var timeline = BeatTimeline(fs: 64, largestDelay: 5.5)
+        let first = timeline.firstSampleTime(published: 500, count: 11, lostPackets: 0, restart: false).time
+        // The radio stalled 1.3 s and delivered every packet late: the clock re-anchored, the samples are contiguous.
+        let late = timeline.firstSampleTime(published: 500 + 11.0 / 64 + 1.3, count: 11, lostPackets: 0, restart: false)
+        #expect(!late.interrupted)
+        #expect(abs(late.time - first - 11.0 / 64) < 1e-9)
+        #expect(abs(timeline.offset - 1.3) < 1e-9)
+        // Beyond half the counter's period a delay cannot be told from a lost period: interrupted, and followed.
+        let next = late.time + 11.0 / 64
+        let far = timeline.firstSampleTime(published: next + 1.3 + 6, count: 11, lostPackets: 0, restart: false)
+        #expect(far.interrupted)
+        #expect(abs(far.time - (next + 6)) < 1e-9)
+        #expect(abs(timeline.offset - 1.3) < 1e-9)
+    }
+
+    @Test func lostPacketsAndRestartsInterruptWithoutGoingBack() {
+        var timeline = BeatTimeline(fs: 64, largestDelay: 5.5)
+        let first = timeline.firstSampleTime(published: 500, count: 11, lostPackets: 0, restart: false).time
+        // Two packets lost: their 22 samples are skipped over, as the clock does, and the chain must break.
+        let afterLoss = timeline.firstSampleTime(published: 500 + 33.0 / 64, count: 11, lostPackets: 2, restart: false)
+        #expect(afterLoss.interrupted)
+        #expect(abs(afterLoss.time - first - 33.0 / 64) < 1e-9)
+        // A restart stamped earlier than expected does not take engine time back.
+        let expected = afterLoss.time + 11.0 / 64
+        let restarted = timeline.firstSampleTime(published: 400, count: 11, lostPackets: 0, restart: true)
+        #expect(restarted.interrupted)
+        #expect(abs(restarted.time - expected) < 1e-9)
+        #expect(abs(restarted.time + timeline.offset - 400) < 1e-9)
     }
 
     /// Collects what the live path hands on.
@@ -60,18 +73,16 @@ import TestSupport
         func tag(at time: Double) {}
     }
 
-    @Test func intervalsDoNotShrinkWhenALateAnchorIsCorrected() {
-        // 60 s of a 75 bpm pulse whose interval alternates 0.78 / 0.82 s, sent as E4 BVP packets. Until 35 s every
-        // packet arrives 150 ms after its last sample (a loaded board); after that, 2 ms: the published anchor moves
-        // back by 148 ms in the middle of the stream.
-        let pulse = SyntheticPulse(start: 1_700_000_000)
-        let beats = pulse.beats(intervals: (0..<80).map { $0 % 2 == 0 ? 0.78 : 0.82 })
+    /// 60 s of a 75 bpm pulse whose interval alternates 0.78 / 0.82 s, sent as E4 BVP packets through
+    /// ``DeviceStreams``; `arrival` gives each packet's arrival from its last sample's time, `nil` to lose it.
+    func liveIntervals(_ pulse: SyntheticPulse, beats: [Double],
+                       arrival: (_ packet: Int, _ last: Double) -> Double?) -> Collector {
         let samples = pulse.samples(beats: beats, until: 60)
         var encoder = E4BVPEncoder()
         var streams = DeviceStreams()
         var sink = Collector()
         var packet = E4PacketBytes()
-        for first in stride(from: 0, to: samples.count - 11, by: 11) {
+        for (number, first) in stride(from: 0, to: samples.count - 11, by: 11).enumerated() {
             var green = InlineArray<11, Int>(repeating: 0)
             var red = InlineArray<11, Int>(repeating: 0)
             for i in 0..<11 {
@@ -80,21 +91,42 @@ import TestSupport
                 red[i] = -Int(samples[first + i].value.rounded())
             }
             encoder.encode(green: &green, red: &red, into: &packet)
-            let last = samples[first + 10].time
-            let arrival = last + (last - pulse.start < 35 ? 0.150 : 0.002)
-            packet.withUnsafeBytes { streams.receive(.bvp, $0, arrival: arrival, into: &sink) }
+            guard let time = arrival(number, samples[first + 10].time) else { continue }
+            packet.withUnsafeBytes { streams.receive(.bvp, $0, arrival: time, into: &sink) }
         }
-        #expect(sink.intervals.count >= 40)
-        // Every interval is a true one, to a sample at either end — the one spanning the correction too (on the
-        // published stamps it would be 148 ms short).
+        return sink
+    }
+
+    /// Every emitted interval is a true one, to a sample at either end; returns each one's lag from its true foot.
+    func expectTrue(_ intervals: [(seconds: Double, time: Double)], beats: [Double], start: Double,
+                    sourceLocation: SourceLocation = #_sourceLocation) -> [(time: Double, lag: Double)] {
         var lags: [(time: Double, lag: Double)] = []
-        for ibi in sink.intervals {
+        for ibi in intervals {
             let end = beats.min { abs($0 - ibi.time) < abs($1 - ibi.time) } ?? .infinity
             let index = beats.firstIndex(of: end) ?? 0
             let truth = index > 0 ? end - beats[index - 1] : 0
-            #expect(abs(ibi.seconds - truth) <= 3.0 / 64, "IBI \(ibi.seconds) vs \(truth) at \(ibi.time - pulse.start)")
-            lags.append((ibi.time - pulse.start, ibi.time - end))
+            #expect(abs(ibi.seconds - truth) <= 3.0 / 64, "IBI \(ibi.seconds) vs \(truth) at \(ibi.time - start)",
+                    sourceLocation: sourceLocation)
+            lags.append((ibi.time - start, ibi.time - end))
         }
+        return lags
+    }
+
+    var beats: (SyntheticPulse, [Double]) {
+        let pulse = SyntheticPulse(start: 1_700_000_000)
+        return (pulse, pulse.beats(intervals: (0..<80).map { $0 % 2 == 0 ? 0.78 : 0.82 }))
+    }
+
+    @Test func intervalsDoNotShrinkWhenALateAnchorIsCorrected() {
+        // Until 35 s every packet arrives 150 ms after its last sample (a loaded board); after that, 2 ms: the
+        // published anchor moves back by 148 ms in the middle of the stream.
+        let (pulse, beats) = self.beats
+        let sink = self.liveIntervals(pulse, beats: beats) { _, last in
+            last + (last - pulse.start < 35 ? 0.150 : 0.002)
+        }
+        #expect(sink.intervals.count >= 40)
+        // The interval spanning the correction is true too (on the published stamps it would be 148 ms short).
+        let lags = self.expectTrue(sink.intervals, beats: beats, start: pulse.start)
         #expect(sink.intervals.contains { $0.time - pulse.start > 35 && $0.time - pulse.start < 37 })
         // Reported times are published times: they move back with the anchor, by the 148 ms the latency fell.
         let before = lags.filter { $0.time < 34 }.map(\.lag)
@@ -102,5 +134,37 @@ import TestSupport
         let shift = after.reduce(0, +) / Double(max(after.count, 1)) - before.reduce(0, +) / Double(max(before.count, 1))
         #expect(abs(shift + 0.148) < 0.01, "shift \(shift)")
         #expect(sink.heartRates.allSatisfy { abs($0 - 75) < 3 })
+    }
+
+    @Test func noIntervalSpansALostPacket() {
+        // One packet in 80 lost (one every 14 s): its samples are missing, and the delta-coded signal steps by what
+        // the packet's deltas held, which the decoder's 2 s baseline drains. No interval spans the loss, and none is
+        // emitted until the step has drained (the engine's 6 s settling).
+        let (pulse, beats) = self.beats
+        let sink = self.liveIntervals(pulse, beats: beats) { number, last in
+            number % 80 == 79 ? nil : last + 0.02
+        }
+        let lags = self.expectTrue(sink.intervals, beats: beats, start: pulse.start)
+        #expect(lags.count >= 20)
+        // No interval reaches into a lost packet or the 6 s after it (losses end at 13.8, 27.5, 41.3, 55.0 s).
+        let losses = [79.0, 159, 239, 319].map { ($0 + 1) * 11 / 64 }
+        for ibi in sink.intervals {
+            let end = ibi.time - pulse.start
+            let begin = end - ibi.seconds
+            #expect(!losses.contains { end > $0 - 11.0 / 64 && begin < $0 + 6 }, "IBI \(begin)–\(end) s")
+        }
+    }
+
+    @Test func aStallWithEveryPacketDeliveredKeepsTheChain() {
+        // At 40 s the radio stalls for 1.3 s and then delivers every packet: the clock re-anchors, nothing is lost.
+        let (pulse, beats) = self.beats
+        let sink = self.liveIntervals(pulse, beats: beats) { _, last in
+            let t = last - pulse.start
+            return last + 0.02 + (t >= 40 && t < 41.3 ? 41.3 - t : 0) + (t >= 41.3 ? 0.0 : 0)
+        }
+        let lags = self.expectTrue(sink.intervals, beats: beats, start: pulse.start)
+        // Intervals go on through the stall (the engine's time line is the sample cadence).
+        #expect(lags.contains { $0.time > 40 - 0.1 && $0.time < 42 })
+        #expect(lags.count >= 45)
     }
 }
