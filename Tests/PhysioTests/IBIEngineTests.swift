@@ -118,6 +118,44 @@ import TestSupport
         }
     }
 
+    @Test func aCleanRunCarriesOnIntoStrongMotion() {
+        let beats = self.pulse.beats(intervals: self.rhythm(bpm: 80, count: 80))
+        let start = self.pulse.start
+        // The run that began at rest goes on when the shaking starts at 30 s, as long as each interval passes every
+        // check: no new confirmation is asked for.
+        var engine = IBIEngine()
+        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: 50),
+                                acc: self.shaking(from: 30, to: 45))
+        let early = run.emitted.filter { $0.time > start + 30.6 && $0.time < start + 33 }
+        #expect(early.count >= 2)
+        for ibi in run.emitted where ibi.time > start + 30 && ibi.time < start + 45 {
+            #expect(abs(ibi.time - self.nearest(ibi.time, in: beats)) <= 2.0 / 64)
+            #expect(abs(ibi.interval - 0.75) <= 0.04)
+        }
+        #expect(!run.beats.contains { $0.beat.suppression == .motion })
+    }
+
+    @Test func emitsAHeldIntervalOfStrongMotionWhenItsRunConfirmsInTime() {
+        var beats = self.pulse.beats(intervals: self.rhythm(bpm: 120, count: 120))
+        let start = self.pulse.start
+        // At 120 bpm the 4th interval of a new run is decided within 1 s of the 3rd's foot: the 3rd, held in strong
+        // motion, comes out with it; the first two, further back, are withheld as motion.
+        let missing = beats.remove(at: beats.firstIndex { $0 > start + 33 } ?? 0)
+        var engine = IBIEngine()
+        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: 50),
+                                acc: self.shaking(from: 30, to: 45))
+        let afterGap = run.beats.filter { $0.beat.time > missing && $0.beat.time < start + 45 }
+        #expect(afterGap.count >= 10)
+        #expect(afterGap.dropFirst().prefix(2).allSatisfy { $0.beat.suppression == .motion && $0.beat.interval == nil })
+        guard afterGap.count > 4 else { return }
+        let held = afterGap[3]
+        #expect(held.beat.suppression == nil)
+        #expect(held.beat.interval.map { abs($0 - 0.5) <= 0.04 } == true)
+        // It waited for its run, and no longer than the latency budget.
+        #expect(held.confirmedAt - held.beat.time > 0.5 && held.confirmedAt - held.beat.time <= 1.0)
+        #expect(afterGap[4].beat.suppression == nil && afterGap[4].beat.interval != nil)
+    }
+
     @Test func withholdsIntervalsAroundAnArtefact() {
         var beats = self.pulse.beats(intervals: self.rhythm(bpm: 70, count: 70))
         // A missed beat: the pulse at index 35 vanishes, so one interval doubles.
