@@ -22,9 +22,9 @@ public struct DeviceStreams {
     var temperatureClock = StreamClock(fs: 4)
 
     var ibi = IBIEngine()
-    /// The IBI engine's time line: BVP sample cadence, independent of the published timestamps' corrections. A delay
-    /// up to half the BVP flow counter's period is taken for a delay — 64 packets (a 6-bit counter) of 11 samples at
-    /// 64 Hz: 11 s.
+    /// The IBI engine's time line: BVP sample cadence, independent of the published timestamps' corrections. Jumps of
+    /// the stamps up to half the BVP flow counter's period are taken for delivery delays: 64 packets (a 6-bit
+    /// counter) of 11 samples at 64 Hz make 11 s.
     var beatTimeline = BeatTimeline(fs: 64, largestDelay: 0.5 * Double(64 * E4BVP.samplesPerPacket) / 64)
 
     public init() {}
