@@ -92,8 +92,10 @@ def main():
     et = bt[emitted]
     r2d, d2r = ev.match(ref_t, et, TOL)
     covered = r2d >= 0
+    needed = int(np.ceil(0.95 * len(ref_t)))
+    short = needed - int(covered.sum())
     print(f"reference rows {len(ref_t)}, covered {covered.sum()} ({covered.mean():.3f}); "
-          f"0.95 needs {int(np.ceil(0.95 * len(ref_t)))} (+{int(np.ceil(0.95 * len(ref_t))) - covered.sum()})")
+          f"0.95 needs {needed} ({f'{short} short' if short > 0 else f'{-short} to spare'})")
 
     pos, confirmed = run_positions(breason)
     cats = collections.Counter()
