@@ -84,12 +84,13 @@ extension DeviceStreams {
             let (e0, interrupted) = self.beatTimeline.firstSampleTime(
                 published: t0, count: count, lostPackets: continuity.lostPackets, restart: continuity.isRestart)
             if interrupted { self.ibi.interrupt() }
-            let offset = self.beatTimeline.offset
             for index in 0..<count {
                 let output = self.ibi.appendBVP(Double(self.bvpPacket.value[index]), at: e0 + Double(index) / 64)
-                if let interval = output.interval { sink.ibi(Float(interval.seconds), at: interval.time + offset) }
+                if let interval = output.interval {
+                    sink.ibi(Float(interval.seconds), at: interval.time + self.beatTimeline.offset(at: interval.time))
+                }
                 if let rate = output.heartRate {
-                    sink.heartRate(Float(rate.beatsPerMinute), at: rate.time + offset)
+                    sink.heartRate(Float(rate.beatsPerMinute), at: rate.time + self.beatTimeline.offset(at: rate.time))
                 }
             }
         case .acc:

@@ -43,7 +43,9 @@ extension IBIEngine {
             self.previousPulseOK = true
         }
         self.earlyPulse = nil
-        if !strong && complete {
+        // While the signal settles after a gap its feet and shape are off (see ``IBIConfiguration/settlingAfterGap``):
+        // nothing is learned from it.
+        if !strong && complete && footTime >= self.settledAfter {
             if pulseOK {
                 self.template.learnLatest()
             } else if settled {
@@ -100,10 +102,12 @@ extension IBIEngine {
         self.previousPulseOK = pulseOK
         let plausible = interval >= configuration.minimumInterval && interval <= configuration.maximumInterval
         // The rhythm is learned only from pulses that look like pulses, so artefacts do not drag it around; while the
-        // arm moves, only from intervals close to it, so a periodic artefact cannot pull it to its own period.
+        // arm moves, only from intervals close to it, so a periodic artefact cannot pull it to its own period; not
+        // while the signal settles after a gap.
         let steady = !context.mild
             || typical.map { abs(interval - $0) <= configuration.maximumRelativeChange * $0 } ?? false
-        if plausible && steady && (pulseOK || !settled) && (previousPulseOK || !settled) {
+        let clean = (pulseOK || !settled) && (previousPulseOK || !settled)
+        if plausible && steady && clean && previous >= self.settledAfter {
             self.intervals.append(interval)
             self.typicalInterval = self.intervals.median(minimumCount: 3)
         }
