@@ -138,11 +138,26 @@ public final class EmpaticaDeviceManager {
         self.startAttempt()
     }
 
+    /// How long a disconnect waits, after bluetoothd answered `Disconnect`, for the `Connected = false` of a link it
+    /// held before it reports `.disconnected` anyway (bluetoothd may never have signalled `Connected = true`, and then
+    /// signals no `false` either).
+    static let linkDownWait: Duration = .seconds(2)
+
     /// Disconnects and stops reconnecting. No effect when not connected.
+    ///
+    /// The device is `.disconnecting` until the link is down: bluetoothd answers `Disconnect` before it signals
+    /// `Connected = false` (`device_remove_connection`), and an attempt started in between — a ``connect(delegate:)``
+    /// made meanwhile, or from `didUpdateDeviceStatus(.disconnected)` — would find the old link still up and be ended by
+    /// that late signal.
     public func disconnect() {
         self.wantsConnection = false
         self.cancelTimers()
         guard self.deviceStatus != .disconnected else { return }
+        let info = self.api?.bluez.device(at: self.path)
+        // Whether BlueZ holds a link whose `Connected = false` is still to come (bluetoothd 5.66 may not have
+        // signalled `Connected = true` for it: see ``linkRequested``).
+        let heldLink = self.deviceStatus == .connected || self.linkRequested || info?.connected == true
+            || info?.servicesResolved == true
         self.phase = .idle
         self.setStatus(.disconnecting)
         self.closeStreams()
@@ -152,27 +167,29 @@ public final class EmpaticaDeviceManager {
         }
         api.bluez.disconnect(device: self.path) { [weak self] result in
             guard let self, self.deviceStatus == .disconnecting else { return }
-            if case .failure = result {
-                self.finishDisconnect(linkDown: true)
-            } else {
-                self.finishDisconnect(linkDown: false)
+            guard case .success = result, heldLink, api.bluez.device(at: self.path) != nil else {
+                self.finishDisconnect()
+                return
             }
+            self.deadline = try? api.loop.scheduleTimer(after: Self.linkDownWait) { [weak self] in
+                guard let self, self.deviceStatus == .disconnecting else { return }
+                self.deadline = nil
+                self.finishDisconnect()
+            }
+            if self.deadline == nil { self.finishDisconnect() }
         }
     }
 
-    /// Our ``disconnect()`` is done: the `Disconnect` was answered or `Connected = false` came, whichever first.
-    ///
-    /// - Parameter linkDown: whether no signal of the old link is still to come. A ``connect(delegate:)`` made while
-    ///   the `Disconnect` was in flight (a reload that removed and re-added the serial) found the device still
-    ///   disconnecting; it starts here once the link is down, so that its late `Connected = false` cannot end the new
-    ///   attempt (see ``propertiesChanged(_:)``). A failed `Disconnect` leaves nothing to wait for.
-    func finishDisconnect(linkDown: Bool) {
+    /// Our ``disconnect()`` is done: the link is down (`Connected = false`, or the `Disconnect` left nothing to wait
+    /// for). A ``connect(delegate:)`` made meanwhile (a reload that removed and re-added the serial) found the device
+    /// disconnecting; it starts now.
+    func finishDisconnect() {
+        if let timer = self.deadline { self.api?.loop.cancel(timer) }
+        self.deadline = nil
         self.connectedSince = nil
         self.setStatus(.disconnected)
         self.api?.reconcileDiscovery()
-        if linkDown || self.api?.bluez.device(at: self.path)?.connected != true {
-            self.startAttempt()
-        }
+        self.startAttempt()
     }
 
     // MARK: Connection attempts
@@ -317,14 +334,9 @@ public final class EmpaticaDeviceManager {
     func propertiesChanged(_ names: [String]) {
         guard let info = self.api?.bluez.device(at: self.path) else { return }
         if names.contains("Connected"), !info.connected {
-            switch self.deviceStatus {
-            case .disconnecting:
-                self.finishDisconnect(linkDown: true)
-            case .disconnected where self.phase == .idle:
-                // The link of our Disconnect went down after its answer: a connect() waiting for it starts now. (A
-                // failed attempt's link is ``ConnectionPhase/releasing``: its retry waits for its own answer.)
-                self.startAttempt()
-            default:
+            if self.deviceStatus == .disconnecting {
+                self.finishDisconnect()
+            } else {
                 self.linkLost()
             }
             return
@@ -351,12 +363,21 @@ public final class EmpaticaDeviceManager {
 
     func bluezRemoved() {
         self.present = false
-        self.linkLost()
+        self.linkGone()
     }
 
     func bluezVanished() {
         self.present = false
-        self.linkLost()
+        self.linkGone()
+    }
+
+    /// The device object or BlueZ itself is gone: no link is left, ours to finish disconnecting or lost.
+    private func linkGone() {
+        if self.deviceStatus == .disconnecting {
+            self.finishDisconnect()
+        } else {
+            self.linkLost()
+        }
     }
 
     func bluezAvailable() {

@@ -280,17 +280,56 @@ import TestSupport
         #expect(device.counters.linkLosses == 1)
     }
 
-    @Test func connectDuringDisconnectConnectsAgain() throws {
-        let (rig, device) = try self.connectedRig()
+    /// A rig whose device is connected without automatic reconnection, so that an attempt the old link's late
+    /// `Connected = false` ends is not rescued by a retry.
+    func connectedOnceRig(connectedSignal: Bool) throws -> (Rig, EmpaticaDeviceManager) {
+        let rig = try Rig(devices: 1, allow: nil,
+                          scenario: connectedSignal ? nil : "[bluetoothd]\nconnected_signal = false\n")
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder, options: .init(autoReconnect: false))
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 }))
+        return (rig, device)
+    }
+
+    /// An application (or a config reload) disconnects and connects again before BlueZ answered the Disconnect.
+    /// bluetoothd answers before it signals `Connected = false`; an attempt started on the answer would meet that
+    /// signal and end. With btvirt's bluetoothd (`connected_signal = false`) the cache never saw the link up at all.
+    @Test(arguments: [true, false])
+    func connectDuringDisconnectConnectsAgain(connectedSignal: Bool) throws {
+        let (rig, device) = try self.connectedOnceRig(connectedSignal: connectedSignal)
         defer { rig.close() }
-        // An application (or a config reload) disconnects and connects again before BlueZ answered the Disconnect.
         device.disconnect()
         #expect(device.deviceStatus == .disconnecting)
-        try device.connect(delegate: rig.recorder)
+        try device.connect(delegate: rig.recorder, options: .init(autoReconnect: false))
         let before = rig.recorder.bvp.count
         #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > before + 11 },
                             limit: .seconds(15)))
         #expect(device.counters.connectAttempts == 2)
+        #expect(device.counters.connectFailures == 0)
+        #expect(device.isConnectionWanted)
+    }
+
+    /// An application that reconnects from `didUpdateDeviceStatus(.disconnected)`: it is told only once the link is
+    /// down, so its attempt does not meet the old link's `Connected = false`.
+    @Test func connectFromTheDisconnectedCallbackConnects() throws {
+        let (rig, device) = try self.connectedOnceRig(connectedSignal: true)
+        defer { rig.close() }
+        var reconnecting = false
+        rig.recorder.onStatus = { status in
+            guard status == .disconnected, !reconnecting else { return }
+            reconnecting = true
+            try? device.connect(delegate: rig.recorder, options: .init(autoReconnect: false))
+        }
+        device.disconnect()
+        let before = rig.recorder.bvp.count
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > before + 11 },
+                            limit: .seconds(15)))
+        #expect(reconnecting)
+        #expect(device.counters.connectAttempts == 2)
+        #expect(device.counters.connectFailures == 0)
     }
 
     @Test func recoversFromAnAdapterPowerCycle() throws {
