@@ -93,15 +93,20 @@ import TestSupport
         #expect(run.emitted.contains { $0.time < start + 29 })
     }
 
-    @Test func asksStrongMotionForAConfirmedRun() {
-        var beats = self.pulse.beats(intervals: self.rhythm(bpm: 80, count: 80))
-        let start = self.pulse.start
-        // The arm shakes from 30 s to 45 s but the sensor stays pressed to the wrist: the pulse stays clean. One
-        // beat goes missing at ≈ 33 s, which breaks the run of clean intervals inside the shaking.
-        let missing = beats.remove(at: beats.firstIndex { $0 > start + 33 } ?? 0)
+    /// The arm shakes from 30 s to 45 s but the sensor stays pressed to the wrist: the pulse at `bpm` stays clean. One
+    /// beat goes missing at ≈ 33 s, which breaks the run of clean intervals inside the shaking.
+    func shakingWithAMissedBeat(bpm: Double, until end: Double) -> (run: EngineRun, beats: [Double], missing: Double) {
+        var beats = self.pulse.beats(intervals: self.rhythm(bpm: bpm, count: Int(bpm)))
+        let missing = beats.remove(at: beats.firstIndex { $0 > self.pulse.start + 33 } ?? 0)
         var engine = IBIEngine()
-        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: 55),
+        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: end),
                                 acc: self.shaking(from: 30, to: 45))
+        return (run, beats, missing)
+    }
+
+    @Test func asksStrongMotionForAConfirmedRun() {
+        let start = self.pulse.start
+        let (run, beats, missing) = self.shakingWithAMissedBeat(bpm: 80, until: 55)
         // Strong motion does not silence a clean pulse, but a new run inside it comes out only once four clean
         // intervals confirm it: at 80 bpm the 4th is decided more than 1 s after the 3rd's foot, so the first three
         // are withheld as motion; from the 4th on they are emitted, and all are true.
@@ -136,14 +141,10 @@ import TestSupport
     }
 
     @Test func emitsAHeldIntervalOfStrongMotionWhenItsRunConfirmsInTime() {
-        var beats = self.pulse.beats(intervals: self.rhythm(bpm: 120, count: 120))
         let start = self.pulse.start
         // At 120 bpm the 4th interval of a new run is decided within 1 s of the 3rd's foot: the 3rd, held in strong
         // motion, comes out with it; the first two, further back, are withheld as motion.
-        let missing = beats.remove(at: beats.firstIndex { $0 > start + 33 } ?? 0)
-        var engine = IBIEngine()
-        let run = EngineRun.run(&engine, samples: self.pulse.samples(beats: beats, until: 50),
-                                acc: self.shaking(from: 30, to: 45))
+        let (run, _, missing) = self.shakingWithAMissedBeat(bpm: 120, until: 50)
         let afterGap = run.beats.filter { $0.beat.time > missing && $0.beat.time < start + 45 }
         #expect(afterGap.count >= 10)
         #expect(afterGap.dropFirst().prefix(2).allSatisfy { $0.beat.suppression == .motion && $0.beat.interval == nil })
