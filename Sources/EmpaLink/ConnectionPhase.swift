@@ -18,14 +18,35 @@ enum ConnectionPhase: Equatable, Sendable {
     case awaitingProfile(missing: String)
     /// Subscribing to the streams and writing the start command.
     case subscribing
-    /// A failed attempt's `Disconnect` is in flight. No attempt starts before it is answered: a `Connect` now would
+    /// A failed attempt's `Disconnect` is in flight. No attempt starts before the link is down: a `Connect` now would
     /// find the old link still up, and its late `Connected = false` would end the new attempt. `retry` when an
-    /// attempt was asked for meanwhile: it starts as soon as the `Disconnect` is answered.
-    case releasing(retry: Bool)
+    /// attempt was asked for meanwhile: it starts as soon as the link is down (otherwise the backoff runs).
+    /// `linkDown` when `Connected = false` came before the answer.
+    case releasing(retry: Bool, linkDown: Bool)
+    /// The failed attempt's `Disconnect` was answered; bluetoothd signals `Connected = false` after its answer, and the
+    /// release ends with that signal or after a wait (``EmpaticaDeviceManager/linkDownWait``).
+    case awaitingLinkDown(retry: Bool)
 
     /// Whether an attempt is waiting for the GATT objects still missing from the profile.
     var isAwaitingProfile: Bool {
         if case .awaitingProfile = self { return true }
         return false
+    }
+
+    /// Whether a failed attempt's link is being released, and if so whether an attempt was asked for meanwhile.
+    var releaseRetry: Bool? {
+        switch self {
+        case .releasing(let retry, _), .awaitingLinkDown(let retry): return retry
+        default: return nil
+        }
+    }
+
+    /// Asks for an attempt once the release is over; no effect when no release is under way.
+    mutating func retryAfterRelease() {
+        switch self {
+        case .releasing(_, let linkDown): self = .releasing(retry: true, linkDown: linkDown)
+        case .awaitingLinkDown: self = .awaitingLinkDown(retry: true)
+        default: break
+        }
     }
 }

@@ -138,9 +138,9 @@ public final class EmpaticaDeviceManager {
         self.startAttempt()
     }
 
-    /// How long a disconnect waits, after bluetoothd answered `Disconnect`, for the `Connected = false` of a link it
-    /// held before it reports `.disconnected` anyway (bluetoothd may never have signalled `Connected = true`, and then
-    /// signals no `false` either).
+    /// How long a disconnect — ours, or the release of a failed attempt's link — waits, after bluetoothd answered
+    /// `Disconnect`, for the link's `Connected = false` before it takes the link for down anyway (bluetoothd may never
+    /// have signalled `Connected = true`, and then signals no `false` either).
     static let linkDownWait: Duration = .seconds(2)
 
     /// Disconnects and stops reconnecting. No effect when not connected.
@@ -151,8 +151,14 @@ public final class EmpaticaDeviceManager {
     /// that late signal.
     public func disconnect() {
         self.wantsConnection = false
+        guard self.deviceStatus != .disconnected else {
+            // No reconnect either. A failed attempt's release goes on (its wait is ``deadline``) and then finds no
+            // connection wanted.
+            if let timer = self.reconnectTimer { self.api?.loop.cancel(timer) }
+            self.reconnectTimer = nil
+            return
+        }
         self.cancelTimers()
-        guard self.deviceStatus != .disconnected else { return }
         let info = self.api?.bluez.device(at: self.path)
         // Whether BlueZ holds a link whose `Connected = false` is still to come (bluetoothd 5.66 may not have
         // signalled `Connected = true` for it: see ``linkRequested``).
@@ -197,8 +203,8 @@ public final class EmpaticaDeviceManager {
     func startAttempt() {
         guard self.wantsConnection, self.deviceStatus == .disconnected, self.reconnectTimer == nil,
               let api = self.api else { return }
-        if case .releasing = self.phase {
-            self.phase = .releasing(retry: true)
+        if self.phase.releaseRetry != nil {
+            self.phase.retryAfterRelease()
             return
         }
         guard api.bluez.isAvailable, self.present, api.bluez.device(at: self.path) != nil else {
@@ -271,24 +277,40 @@ public final class EmpaticaDeviceManager {
             || error.isTimeout
         {
             self.linkRequested = false
-            self.phase = .releasing(retry: false)
-            let attempt = self.attempt
+            self.phase = .releasing(retry: false, linkDown: false)
             self.setStatus(.disconnected)
-            api.bluez.disconnect(device: self.path) { [weak self] _ in
-                guard let self, case .releasing(let retry) = self.phase else { return }
-                self.phase = .idle
-                guard self.attempt == attempt, self.deviceStatus == .disconnected, self.reconnectTimer == nil
-                else { return }
-                if retry {
-                    self.startAttempt()
-                } else {
-                    self.scheduleReconnect()
+            api.bluez.disconnect(device: self.path) { [weak self] result in
+                guard let self, case .releasing(let retry, let linkDown) = self.phase else { return }
+                // bluetoothd answers before it signals `Connected = false`: wait for the signal (or a while).
+                guard case .success = result, !linkDown, api.bluez.device(at: self.path) != nil else {
+                    self.endRelease()
+                    return
                 }
+                self.phase = .awaitingLinkDown(retry: retry)
+                self.deadline = try? api.loop.scheduleTimer(after: Self.linkDownWait) { [weak self] in
+                    self?.deadline = nil
+                    self?.endRelease()
+                }
+                if self.deadline == nil { self.endRelease() }
             }
             return
         }
         self.setStatus(.disconnected)
         self.scheduleReconnect()
+    }
+
+    /// A failed attempt's link is down (or given up on): the attempt asked for meanwhile starts, or the backoff runs.
+    func endRelease() {
+        guard let retry = self.phase.releaseRetry else { return }
+        if let timer = self.deadline { self.api?.loop.cancel(timer) }
+        self.deadline = nil
+        self.phase = .idle
+        guard self.deviceStatus == .disconnected, self.reconnectTimer == nil else { return }
+        if retry {
+            self.startAttempt()
+        } else {
+            self.scheduleReconnect()
+        }
     }
 
     /// The link went down after it was up (Connected=false, a notification socket hung up, or the object vanished).
@@ -334,9 +356,14 @@ public final class EmpaticaDeviceManager {
     func propertiesChanged(_ names: [String]) {
         guard let info = self.api?.bluez.device(at: self.path) else { return }
         if names.contains("Connected"), !info.connected {
-            if self.deviceStatus == .disconnecting {
+            switch (self.deviceStatus, self.phase) {
+            case (.disconnecting, _):
                 self.finishDisconnect()
-            } else {
+            case (.disconnected, .releasing(let retry, _)):
+                self.phase = .releasing(retry: retry, linkDown: true)
+            case (.disconnected, .awaitingLinkDown):
+                self.endRelease()
+            default:
                 self.linkLost()
             }
             return

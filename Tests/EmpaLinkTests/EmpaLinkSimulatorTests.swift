@@ -312,6 +312,38 @@ import TestSupport
         #expect(device.isConnectionWanted)
     }
 
+    /// A reload while a failed attempt's link is being released: `disconnect()` and `connect()` ask for an attempt
+    /// during the release. It starts once the link is down, so the old link's late `Connected = false` (which
+    /// bluetoothd sends after answering `Disconnect`) does not end it.
+    @Test(arguments: [true, false])
+    func anAttemptAskedForDuringAReleaseStartsOnceTheLinkIsDown(connectedSignal: Bool) throws {
+        let rig = try Rig(devices: 1, allow: nil,
+                          scenario: connectedSignal ? nil : "[bluetoothd]\nconnected_signal = false\n")
+        defer { rig.close() }
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        let device = try #require(rig.recorder.devices.first)
+        var injected = false
+        // The start command is refused once: the attempt fails with the link up, and the link is released.
+        rig.control("InjectError", [.string("WriteValue"), .string("org.bluez.Error.Failed"), .string("Failed"),
+                                    .uint32(1)]) { _ in injected = true }
+        #expect(try rig.run(until: { injected }))
+        var reloaded = false
+        rig.recorder.onStatus = { status in
+            guard status == .disconnected, !reloaded, device.counters.connectFailures == 1 else { return }
+            reloaded = true
+            device.disconnect()
+            try? device.connect(delegate: rig.recorder, options: .init(autoReconnect: false))
+        }
+        try device.connect(delegate: rig.recorder, options: .init(autoReconnect: false))
+        #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 },
+                            limit: .seconds(20)))
+        #expect(reloaded)
+        #expect(device.counters.connectFailures == 1)
+        #expect(device.counters.connectAttempts == 2)
+    }
+
     /// An application that reconnects from `didUpdateDeviceStatus(.disconnected)`: it is told only once the link is
     /// down, so its attempt does not meet the old link's `Connected = false`.
     @Test func connectFromTheDisconnectedCallbackConnects() throws {
