@@ -243,14 +243,35 @@ import TestSupport
     }
 
     /// Connects device 1 of a fresh rig and waits until it streams.
+    /// A rig with one wristband, authenticated and discovered, not connected.
+    func discoveredRig(options: EmpaticaAPI.Options = EmpaticaAPI.Options(), scenario: String? = nil) throws
+        -> (Rig, EmpaticaDeviceManager)
+    {
+        let rig = try Rig(devices: 1, allow: nil, options: options, scenario: scenario)
+        do {
+            try rig.api.authenticate(apiKey: Self.apiKey)
+            try rig.api.discoverDevices(delegate: rig.recorder)
+            #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+            return (rig, try #require(rig.recorder.devices.first))
+        } catch {
+            rig.close()
+            throw error
+        }
+    }
+
+    /// Makes the simulator fail the next `count` calls of `method` with the D-Bus error `name`.
+    func inject(_ rig: Rig, _ method: String, _ name: String, _ message: String, count: Int = 1) throws {
+        var injected = false
+        rig.control("InjectError", [.string(method), .string(name), .string(message), .uint32(UInt32(count))]) { _ in
+            injected = true
+        }
+        #expect(try rig.run(until: { injected }))
+    }
+
     func connectedRig(options: EmpaticaAPI.Options = EmpaticaAPI.Options()) throws
         -> (Rig, EmpaticaDeviceManager)
     {
-        let rig = try Rig(devices: 1, allow: nil, options: options)
-        try rig.api.authenticate(apiKey: Self.apiKey)
-        try rig.api.discoverDevices(delegate: rig.recorder)
-        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
-        let device = try #require(rig.recorder.devices.first)
+        let (rig, device) = try self.discoveredRig(options: options)
         try device.connect(delegate: rig.recorder)
         #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 }))
         return (rig, device)
@@ -283,12 +304,8 @@ import TestSupport
     /// A rig whose device is connected without automatic reconnection, so that an attempt the old link's late
     /// `Connected = false` ends is not rescued by a retry.
     func connectedOnceRig(connectedSignal: Bool) throws -> (Rig, EmpaticaDeviceManager) {
-        let rig = try Rig(devices: 1, allow: nil,
-                          scenario: connectedSignal ? nil : "[bluetoothd]\nconnected_signal = false\n")
-        try rig.api.authenticate(apiKey: Self.apiKey)
-        try rig.api.discoverDevices(delegate: rig.recorder)
-        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
-        let device = try #require(rig.recorder.devices.first)
+        let (rig, device) = try self.discoveredRig(
+            scenario: connectedSignal ? nil : "[bluetoothd]\nconnected_signal = false\n")
         try device.connect(delegate: rig.recorder, options: .init(autoReconnect: false))
         #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 }))
         return (rig, device)
@@ -317,18 +334,11 @@ import TestSupport
     /// bluetoothd sends after answering `Disconnect`) does not end it.
     @Test(arguments: [true, false])
     func anAttemptAskedForDuringAReleaseStartsOnceTheLinkIsDown(connectedSignal: Bool) throws {
-        let rig = try Rig(devices: 1, allow: nil,
-                          scenario: connectedSignal ? nil : "[bluetoothd]\nconnected_signal = false\n")
+        let (rig, device) = try self.discoveredRig(
+            scenario: connectedSignal ? nil : "[bluetoothd]\nconnected_signal = false\n")
         defer { rig.close() }
-        try rig.api.authenticate(apiKey: Self.apiKey)
-        try rig.api.discoverDevices(delegate: rig.recorder)
-        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
-        let device = try #require(rig.recorder.devices.first)
-        var injected = false
         // The start command is refused once: the attempt fails with the link up, and the link is released.
-        rig.control("InjectError", [.string("WriteValue"), .string("org.bluez.Error.Failed"), .string("Failed"),
-                                    .uint32(1)]) { _ in injected = true }
-        #expect(try rig.run(until: { injected }))
+        try self.inject(rig, "WriteValue", "org.bluez.Error.Failed", "Failed")
         var reloaded = false
         rig.recorder.onStatus = { status in
             guard status == .disconnected, !reloaded, device.counters.connectFailures == 1 else { return }
@@ -397,17 +407,9 @@ import TestSupport
         var options = EmpaticaAPI.Options()
         // InProgress means BlueZ is busy connecting: we wait for it up to the connect timeout, then retry.
         options.connectTimeout = .seconds(3)
-        let rig = try Rig(devices: 1, allow: nil, options: options)
+        let (rig, device) = try self.discoveredRig(options: options)
         defer { rig.close() }
-        try rig.api.authenticate(apiKey: Self.apiKey)
-        try rig.api.discoverDevices(delegate: rig.recorder)
-        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
-        var injected = false
-        rig.control("InjectError", [.string("Connect"), .string(name), .string(message), .uint32(UInt32(count))]) {
-            _ in injected = true
-        }
-        #expect(try rig.run(until: { injected }))
-        let device = try #require(rig.recorder.devices.first)
+        try self.inject(rig, "Connect", name, message, count: count)
         let start = Date()
         try device.connect(delegate: rig.recorder)
         #expect(try rig.run(until: { device.deviceStatus == .connected }, limit: .seconds(20)))
@@ -421,17 +423,10 @@ import TestSupport
     /// must connect on `ServicesResolved` alone, and an attempt that fails after `Connect` succeeded must still
     /// drop the link it opened, not leave it to the next attempt.
     @Test func connectsWithoutAConnectedSignalAndDropsTheLinkOfAFailedAttempt() throws {
-        let rig = try Rig(devices: 1, allow: nil, scenario: "[bluetoothd]\nconnected_signal = false\n")
+        let (rig, device) = try self.discoveredRig(scenario: "[bluetoothd]\nconnected_signal = false\n")
         defer { rig.close() }
-        try rig.api.authenticate(apiKey: Self.apiKey)
-        try rig.api.discoverDevices(delegate: rig.recorder)
-        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
-        var injected = false
         // The start command is refused once: the attempt fails after the link and the subscriptions are up.
-        rig.control("InjectError", [.string("WriteValue"), .string("org.bluez.Error.Failed"), .string("Failed"),
-                                    .uint32(1)]) { _ in injected = true }
-        #expect(try rig.run(until: { injected }))
-        let device = try #require(rig.recorder.devices.first)
+        try self.inject(rig, "WriteValue", "org.bluez.Error.Failed", "Failed")
         try device.connect(delegate: rig.recorder)
         #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 },
                             limit: .seconds(20)))
@@ -447,14 +442,9 @@ import TestSupport
     /// bluetoothd 5.66 in the VM signalled `ServicesResolved = true` before announcing most GATT objects: the first
     /// attempt must wait for them, not fail on a "missing" profile and flap the link.
     @Test func waitsForGATTObjectsAnnouncedAfterServicesResolved() throws {
-        let rig = try Rig(devices: 1, allow: nil,
-                          scenario: "[bluetoothd]\nconnected_signal = false\nservices_resolved_early = true\n"
-                              + "late_export_ms = 700\n")
+        let (rig, device) = try self.discoveredRig(
+            scenario: "[bluetoothd]\nconnected_signal = false\nservices_resolved_early = true\nlate_export_ms = 700\n")
         defer { rig.close() }
-        try rig.api.authenticate(apiKey: Self.apiKey)
-        try rig.api.discoverDevices(delegate: rig.recorder)
-        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
-        let device = try #require(rig.recorder.devices.first)
         try device.connect(delegate: rig.recorder)
         #expect(try rig.run(until: { device.deviceStatus == .connected && rig.recorder.bvp.count > 20 },
                             limit: .seconds(20)))
@@ -565,12 +555,8 @@ extension EmpaLinkSimulatorTests {
         var options = EmpaticaAPI.Options()
         options.connectTimeout = connectTimeout
         let list = names.map { "\"\($0)\"" }.joined(separator: ", ")
-        let rig = try Rig(devices: 1, allow: nil, options: options,
-                          scenario: "[bluetoothd]\nomit_characteristics = [\(list)]\n")
-        try rig.api.authenticate(apiKey: Self.apiKey)
-        try rig.api.discoverDevices(delegate: rig.recorder)
-        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
-        let device = try #require(rig.recorder.devices.first)
+        let (rig, device) = try self.discoveredRig(
+            options: options, scenario: "[bluetoothd]\nomit_characteristics = [\(list)]\n")
         try device.connect(delegate: rig.recorder)
         return (rig, device)
     }
