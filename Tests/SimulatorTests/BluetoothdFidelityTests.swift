@@ -76,17 +76,21 @@ import Testing
         let (result, _) = try self.connect(h)
         #expect(h.errorName(result) == nil)
         #expect(h.wait { h.deviceSignals("ServicesResolved") == [.boolean(true)] })
-        #expect(h.wait { h.simulator.devices[0].gattExported })
-        let order = h.signals.compactMap { signal -> String? in
-            if signal.member == "PropertiesChanged", signal.path == SimulatorHarness.device1,
-               signal.arguments.dropFirst().first?.stringKeyed?["ServicesResolved"] != nil {
-                return "resolved"
+        let signalOrder = {
+            h.signals.compactMap { signal -> String? in
+                if signal.member == "PropertiesChanged", signal.path == SimulatorHarness.device1,
+                   signal.arguments.dropFirst().first?.stringKeyed?["ServicesResolved"] != nil {
+                    return "resolved"
+                }
+                if signal.member == "InterfacesAdded", signal.arguments.first?.string?.contains("service") == true {
+                    return "gatt"
+                }
+                return nil
             }
-            if signal.member == "InterfacesAdded", signal.arguments.first?.string?.contains("service") == true {
-                return "gatt"
-            }
-            return nil
         }
+        // The export sets the simulator's flag at once; its signals reach this client a moment later.
+        #expect(h.wait { h.simulator.devices[0].gattExported && signalOrder().contains("gatt") })
+        let order = signalOrder()
         let resolved = try #require(order.firstIndex(of: "resolved"))
         let gatt = try #require(order.firstIndex(of: "gatt"))
         #expect(resolved < gatt, "\(order)")
