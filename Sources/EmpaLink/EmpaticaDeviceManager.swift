@@ -146,9 +146,9 @@ public final class EmpaticaDeviceManager {
     /// Disconnects and stops reconnecting. No effect when not connected.
     ///
     /// The device is `.disconnecting` until the link is down: bluetoothd answers `Disconnect` before it signals
-    /// `Connected = false` (`device_remove_connection`), and an attempt started in between — a ``connect(delegate:)``
-    /// made meanwhile, or from `didUpdateDeviceStatus(.disconnected)` — would find the old link still up and be ended by
-    /// that late signal.
+    /// `Connected = false` (`device_remove_connection`), and an attempt started in between — a
+    /// ``connect(delegate:)`` made meanwhile, or from `didUpdateDeviceStatus(.disconnected)` — would find the old
+    /// link still up and be ended by that late signal.
     public func disconnect() {
         self.wantsConnection = false
         guard self.deviceStatus != .disconnected else {
@@ -173,17 +173,29 @@ public final class EmpaticaDeviceManager {
         }
         api.bluez.disconnect(device: self.path) { [weak self] result in
             guard let self, self.deviceStatus == .disconnecting else { return }
-            guard case .success = result, heldLink, api.bluez.device(at: self.path) != nil else {
+            guard case .success = result, heldLink, self.waitForLinkDown(then: { $0.finishIfDisconnecting() })
+            else {
                 self.finishDisconnect()
                 return
             }
-            self.deadline = try? api.loop.scheduleTimer(after: Self.linkDownWait) { [weak self] in
-                guard let self, self.deviceStatus == .disconnecting else { return }
-                self.deadline = nil
-                self.finishDisconnect()
-            }
-            if self.deadline == nil { self.finishDisconnect() }
         }
+    }
+
+    private func finishIfDisconnecting() {
+        if self.deviceStatus == .disconnecting { self.finishDisconnect() }
+    }
+
+    /// After bluetoothd answered `Disconnect` for a link it held: `Connected = false` is still to come (see
+    /// ``propertiesChanged(_:)``), and if it does not come within ``linkDownWait`` the link is taken for down and
+    /// `done` runs. Returns `false` when there is nothing to wait for (the device object is gone, or no timer).
+    func waitForLinkDown(then done: @escaping (EmpaticaDeviceManager) -> Void) -> Bool {
+        guard let api = self.api, api.bluez.device(at: self.path) != nil else { return false }
+        self.deadline = try? api.loop.scheduleTimer(after: Self.linkDownWait) { [weak self] in
+            guard let self else { return }
+            self.deadline = nil
+            done(self)
+        }
+        return self.deadline != nil
     }
 
     /// Our ``disconnect()`` is done: the link is down (`Connected = false`, or the `Disconnect` left nothing to wait
@@ -282,16 +294,11 @@ public final class EmpaticaDeviceManager {
             api.bluez.disconnect(device: self.path) { [weak self] result in
                 guard let self, case .releasing(let retry, let linkDown) = self.phase else { return }
                 // bluetoothd answers before it signals `Connected = false`: wait for the signal (or a while).
-                guard case .success = result, !linkDown, api.bluez.device(at: self.path) != nil else {
+                guard case .success = result, !linkDown, self.waitForLinkDown(then: { $0.endRelease() }) else {
                     self.endRelease()
                     return
                 }
                 self.phase = .awaitingLinkDown(retry: retry)
-                self.deadline = try? api.loop.scheduleTimer(after: Self.linkDownWait) { [weak self] in
-                    self?.deadline = nil
-                    self?.endRelease()
-                }
-                if self.deadline == nil { self.endRelease() }
             }
             return
         }
