@@ -94,7 +94,8 @@ let package = Package(
         // Test helpers shared by the test targets: a private dbus-daemon, the simulator process.
         .target(name: "TestSupport", dependencies: ["DBus", "EventLoop"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "DBus", "E4", "EventLoop", "Posix", "TestSupport"],
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "DBus", "E4", "EmpaLink", "EventLoop", "Posix",
+                                                          "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),

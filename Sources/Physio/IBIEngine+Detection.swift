@@ -3,6 +3,15 @@ extension IBIEngine {
     /// beat-to-beat spread of upstrokes, high enough that the dicrotic notch's small rise stays below it.
     static let thresholdFraction = 0.35
 
+    /// A trough is the samples within this fraction of the pulse's amplitude above its lowest one: above the sample
+    /// noise of a clean pulse, far below the rise of its upstroke.
+    static let troughBand = 0.03
+
+    /// Seconds a trough must last to count as flat (see ``makePulse(upstroke:first:peakLimit:)``): more than 3 samples
+    /// at 64 Hz. A sharp trough — the E4's usual V, where Empatica's IBIs sit on the lowest sample — keeps its lowest
+    /// sample as the foot.
+    static let flatSpan = 0.05
+
     var rate: Double { self.configuration.bvpRate > 0 ? self.configuration.bvpRate : 64 }
 
     /// Runs the upstroke state machine for the sample at `index`.
@@ -104,8 +113,9 @@ extension IBIEngine {
     }
 
     /// The pulse whose steepest upstroke is at `upstroke`: its foot is the lowest raw sample from `first` to the
-    /// upstroke, its peak the highest from the upstroke through `peakLimit`, and its shape window is centred on the
-    /// upstroke (see ``shapeWindow``). Callers check that `first` and `peakLimit` are still in the ring.
+    /// upstroke — or, when the signal stays within ``troughBand`` of the amplitude above it for more than ``flatSpan``
+    /// after it (a flat trough), the last such sample before the upstroke; its peak is the highest sample from the
+    /// upstroke through `peakLimit`, and its shape window is centred on the upstroke (see ``shapeWindow``). Callers check that `first` and `peakLimit` are still in the ring.
     ///
     /// - Returns: the pulse and the absolute index of its peak.
     func makePulse(upstroke: Int, first: Int, peakLimit: Int) -> (pulse: PendingPulse, peak: Int) {
@@ -121,6 +131,15 @@ extension IBIEngine {
             peak = i
             peakValue = self.raw[absolute: i]
         }
+        // In a flat trough noise decides which sample is lowest, anywhere in a span of 100 ms or more (issue 24: an
+        // interval 0.1 s short on clean data). There the foot is where the pulse leaves the trough: the last sample
+        // before the upstroke still in it.
+        let trough = footValue + Self.troughBand * (peakValue - footValue)
+        var leaves = foot
+        for i in foot...upstroke where self.raw[absolute: i] <= trough {
+            leaves = i
+        }
+        if Double(leaves - foot) > Self.flatSpan * self.rate { foot = leaves }
         // The window is anchored on the steepest upstroke, which is sharper than the foot (a flat or noisy
         // diastole moves the lowest sample around, not the upstroke).
         let window = max(Int((self.shapeWindow * self.rate).rounded()), 6)

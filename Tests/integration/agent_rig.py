@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import pathlib
+import pwd
 import signal
 import socket
 import subprocess
@@ -18,6 +19,11 @@ import paho.mqtt.client as mqtt
 
 from conftest import bin_dir
 from simrig import BUS_CONFIG
+
+# A test run that dies (a crash, a kill, a runner's time limit) takes the processes it started with it: each gets
+# SIGTERM when its parent goes (prctl PR_SET_PDEATHSIG, set by util-linux's setpriv before it execs the program; the
+# PID stays the program's). The rig's own cleanup (`Rig.__exit__`) is the normal path.
+DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "TERM"]
 
 
 # Quick links and a fine streaming tick: the agent's t0 (arrival minus duration) then lands within a few ms of the
@@ -223,22 +229,27 @@ class Rig:
         return self
 
     def __exit__(self, *exc):
-        if self.agent is not None:
-            stop(self.agent)
-        if self.subscriber is not None:
-            self.subscriber.close()
-        for process in reversed(self.processes):
-            stop(process)
-        if self.notify is not None:
-            self.notify.close()
-        if self.agent_log is not None:
-            self.agent_log.close()
-        self.tmpdir.cleanup()
+        # Every step runs even when an earlier one raised: a failing test still stops all it started.
+        steps = [lambda: stop(self.agent) if self.agent is not None else None,
+                 lambda: self.subscriber.close() if self.subscriber is not None else None]
+        steps += [lambda process=process: stop(process) for process in reversed(self.processes)]
+        steps += [lambda: self.notify.close() if self.notify is not None else None,
+                  lambda: self.agent_log.close() if self.agent_log is not None else None,
+                  self.tmpdir.cleanup]
+        errors = []
+        for step in steps:
+            try:
+                step()
+            except Exception as error:  # noqa: BLE001 - reported below, after the rest is stopped
+                errors.append(error)
+        if errors and exc[0] is None:
+            raise errors[0]
         return False
 
     def _spawn(self, args, log_name, **kwargs):
         log = open(self.tmp / log_name, "w")
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kwargs)
+        process = subprocess.Popen(DIE_WITH_PARENT + [str(a) for a in args], stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, **kwargs)
         log.close()
         self.processes.append(process)
         return process
@@ -292,7 +303,10 @@ class Rig:
     def _start_broker(self):
         self.port = free_port()
         (self.tmp / "mosquitto.conf").write_text(
-            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+            # Run as ourselves: mosquitto started as root otherwise switches to its own user, and a change of
+            # credentials clears the parent-death signal (DIE_WITH_PARENT).
+            f"user {pwd.getpwuid(os.geteuid()).pw_name}\n")
         broker = self._spawn(["mosquitto", "-c", str(self.tmp / "mosquitto.conf")], "mosquitto.log")
 
         def listening():
@@ -371,7 +385,8 @@ mqtt_commands = {"true" if mqtt_commands else "false"}
                 env["WATCHDOG_USEC"] = str(watchdog_usec)
         self.agent_log_path = self.tmp / "empalinkd.log"
         self.agent_log = open(self.agent_log_path, "w")
-        self.agent = subprocess.Popen([str(self.bin / "empalinkd"), "--config", str(self.config_path)],
+        command = [str(self.bin / "empalinkd"), "--config", str(self.config_path)]
+        self.agent = subprocess.Popen(DIE_WITH_PARENT + command,
                                       stdout=self.agent_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       env=env)
         online = self.subscriber.wait_for(
