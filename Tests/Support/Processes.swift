@@ -2,6 +2,49 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
+
+/// Every process ``spawn(_:environment:output:)`` started and nobody has reaped yet. A test that leaks its harness
+/// (a retain cycle keeps a ``TestBus`` alive, a thrown error skips a `stop()`) would otherwise leave its
+/// dbus-daemon, simulator or broker running after the test process exits, reparented to init; the exit handler
+/// ends those, by PID.
+private let unreaped = Mutex<Set<pid_t>>([])
+private let exitSweepInstalled = Mutex(false)
+
+private func installExitSweep() {
+    let first = exitSweepInstalled.withLock { installed in
+        defer { installed = true }
+        return !installed
+    }
+    guard first else { return }
+    atexit {
+        let pids = unreaped.withLock { pids in
+            defer { pids.removeAll() }
+            return pids
+        }
+        var status: CInt = 0
+        // Only our own children that still run: waitpid answers 0 for those, and -1 (ECHILD) for a PID reaped
+        // elsewhere and perhaps reused since, which is left alone.
+        let running = pids.filter { waitpid($0, &status, WNOHANG) == 0 }
+        for pid in running { kill(pid, SIGTERM) }
+        for pid in running {
+            var reaped = false
+            for _ in 0..<100 where !reaped {
+                reaped = waitpid(pid, &status, WNOHANG) == pid
+                if !reaped { usleep(10_000) }
+            }
+            if !reaped {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+            }
+        }
+    }
+}
+
+/// Records that `pid`, which ``spawn(_:environment:output:)`` started, has been reaped.
+public func reaped(_ pid: pid_t) {
+    _ = unreaped.withLock { $0.remove(pid) }
+}
 
 /// A failure of the test harness itself (a tool that would not start or finished badly).
 public struct HarnessError: Error, CustomStringConvertible {
@@ -41,6 +84,8 @@ public func spawn(_ arguments: [String], environment: [String]? = nil, output: S
         ? posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, environ)
         : posix_spawn(&pid, arguments[0], &actions, &attributes, &argv, &envp)
     guard result == 0 else { throw HarnessError("cannot start \(arguments[0]): \(String(cString: strerror(result)))") }
+    installExitSweep()
+    _ = unreaped.withLock { $0.insert(pid) }
     return pid
 }
 
@@ -49,6 +94,7 @@ public func runToCompletion(_ arguments: [String], output: String = "/dev/null")
     let pid = try spawn(arguments, output: output)
     var status: CInt = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    reaped(pid)
     guard status == 0 else {
         let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         throw HarnessError("\(arguments.joined(separator: " ")) failed (status \(status)): \(log)")
@@ -57,6 +103,7 @@ public func runToCompletion(_ arguments: [String], output: String = "/dev/null")
 
 /// Ends a process we started, by PID: SIGTERM, then SIGKILL after 3 s; reaps it.
 public func terminate(_ pid: pid_t) {
+    defer { reaped(pid) }
     kill(pid, SIGTERM)
     var status: CInt = 0
     for _ in 0..<300 {

@@ -70,6 +70,7 @@ public final class TestBus {
     public func stop() {
         guard self.running else { return }
         self.running = false
+        defer { reaped(self.pid) }
         kill(self.pid, SIGTERM)
         var status: CInt = 0
         for _ in 0..<300 {
