@@ -119,15 +119,15 @@ public enum StatusCommand: CtlCommand {
     }
 }
 
-/// `empalinkctl mode background|resume`: the same as SIGUSR1 / SIGUSR2.
+/// `empalinkctl mode background|active`: the same as SIGUSR1 / SIGUSR2. `resume` is the older name of `active`.
 public enum ModeCommand: CtlCommand {
     public static let name = "mode"
-    public static let summary = "switch the running agent to background (power saving) or resume (active) mode"
-    public static let usage = "empalinkctl mode background|resume [--socket PATH | --config PATH]"
+    public static let summary = "switch the running agent to background (power saving) or active mode"
+    public static let usage = "empalinkctl mode background|active|resume [--socket PATH | --config PATH]"
 
     public static func run(arguments: [String]) -> Int32 {
-        guard let mode = arguments.first, mode == "background" || mode == "resume" else {
-            Console.err("mode: expected 'background' or 'resume'")
+        guard let mode = arguments.first, ["background", "active", "resume"].contains(mode) else {
+            Console.err("mode: expected 'background' or 'active' ('resume' is the same as 'active')")
             Console.err("usage: \(self.usage)")
             return 2
         }
@@ -149,6 +149,37 @@ public enum ModeCommand: CtlCommand {
             return reply.contains("\"ok\":true") ? 0 : 1
         case .failure(let message):
             Console.err("mode: error: \(message.text)")
+            return 1
+        }
+    }
+}
+
+/// `empalinkctl rescan`: asks the running agent to re-check discovery now (the same as MQTT `{"rescan":true}`).
+public enum RescanCommand: CtlCommand {
+    public static let name = "rescan"
+    public static let summary = "make the running agent re-check discovery now (after waking a wristband)"
+    public static let usage = "empalinkctl rescan [--socket PATH | --config PATH]"
+
+    public static func run(arguments: [String]) -> Int32 {
+        let values: [String: String]
+        switch CtlSupport.flags(arguments, allowed: ["--socket", "--config"]) {
+        case .success(let parsed): values = parsed
+        case .failure(let message):
+            Console.err("rescan: \(message.text)")
+            Console.err("usage: \(self.usage)")
+            return 2
+        }
+        let path: String
+        switch ControlClient.socketPath(values) {
+        case .success(let found): path = found
+        case .failure(let exit): return exit.code
+        }
+        switch ControlClient.send("rescan", socketPath: path) {
+        case .success(let reply):
+            Console.out(reply)
+            return reply.contains("\"ok\":true") ? 0 : 1
+        case .failure(let message):
+            Console.err("rescan: error: \(message.text)")
             return 1
         }
     }

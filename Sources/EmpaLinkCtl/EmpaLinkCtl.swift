@@ -10,6 +10,7 @@ public enum EmpaLinkCtl {
     public static var commands: [any CtlCommand.Type] {[
         StatusCommand.self,
         ModeCommand.self,
+        RescanCommand.self,
         ScanCommand.self,
         CaptureCommand.self,
         DecodeCommand.self,
