@@ -111,10 +111,17 @@ final class ControlServer {
             }
         }
         // ECONNREFUSED: nobody listens, a stale socket. Success or EAGAIN (a full backlog): an agent is serving it.
+        // Anything else (EACCES: another user's socket) cannot tell, so the socket is left alone too.
         let error = connected == 0 ? nil : Errno.current
-        guard error == .connectionRefused else {
+        switch error {
+        case .connectionRefused?:
+            break
+        case nil, .wouldBlock?:
             self.logger.error("control socket \(self.path) is in use by a running agent (another empalinkd on "
                                   + "this configuration?); not replacing it")
+            return false
+        case let other?:
+            self.logger.error("control socket \(self.path) exists and cannot be checked (\(other)); not replacing it")
             return false
         }
         unlink(self.path)
