@@ -152,6 +152,7 @@ public enum CaptureCommand: CtlCommand {
             api = try self.makeAPI(connection: connection, options: options)
             recorder.api = api
             recorder.startWaiting(seconds: wait)
+            Console.err("capture: looking for \(address) (up to \(wait) s; --wait to change)")
             try api.authenticate(apiKey: key)
             try api.discoverDevices(delegate: recorder)
         } catch {
