@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import EmpaLink
 
 /// Which wristbands to connect, and their status topics.
@@ -16,6 +19,10 @@ extension AgentRuntime: EmpaticaDelegate {
     /// Only whitelisted wristbands are ever connected.
     func reconcileConnections() {
         guard let api = self.api, !self.shuttingDown else { return }
+        // A reload's new labels show in the retained status (an unchanged status is not published again).
+        for device in api.devices where self.publishers[device.serialNumber] != nil {
+            self.publishDeviceStatus(device)
+        }
         for device in api.devices where device.isConnectionWanted && !self.isWhitelisted(device) {
             self.logger.info("disconnecting \(device.serialNumber): no longer whitelisted", ["DEVICE": device.serialNumber])
             device.disconnect()
@@ -62,20 +69,51 @@ extension AgentRuntime: EmpaticaDelegate {
         }
     }
 
-    func publishDeviceStatus(_ device: EmpaticaDeviceManager, overriding status: DeviceStatus? = nil) {
+    /// Publishes the wristband's retained status, unless it is the one last published.
+    ///
+    /// `since` is when the current status began: for `connected` when the link came up, otherwise when the agent saw
+    /// the change. The status repeats only when something in it changed (a battery reading, a reload's label).
+    ///
+    /// - Parameters:
+    ///   - status: what to report instead of the device's own status (shutdown: `disconnected` at once).
+    ///   - force: publish even if unchanged (a new broker session, whose retained copy may be gone).
+    func publishDeviceStatus(_ device: EmpaticaDeviceManager, overriding status: DeviceStatus? = nil,
+                             force: Bool = false) {
         guard let publisher = self.publishers[device.serialNumber] else { return }
         let status = status ?? device.deviceStatus
+        if status != publisher.statusSeen {
+            publisher.statusSeen = status
+            publisher.statusSince = status == .connected ? device.connectedSince ?? Self.wallClock() : Self.wallClock()
+        }
         var members: [(String, String)] = [
             ("status", Self.quote(status.rawValue)),
             ("address", Self.quote(device.address.description)),
             ("label", Self.quote(publisher.label)),
-            ("rssi", device.rssi.map(String.init) ?? "null"),
+            ("rssi", Self.advertisedRSSI(device, status: status).map(String.init) ?? "null"),
             ("battery", device.batteryLevel.map { Self.number(Double($0), decimals: 2) } ?? "null"),
-            ("since", device.connectedSince.map { Self.number($0, decimals: 3) } ?? "null"),
+            ("since", publisher.statusSince.map { Self.number($0, decimals: 3) } ?? "null"),
         ]
         if status == .connected { members.append(("sid", Self.quote(publisher.sid))) }
-        self.outbox.publish(topic: self.topicBase + "/" + device.serialNumber + "/status",
-                            text: Self.object(members), retain: true)
+        let text = Self.object(members)
+        guard force || text != publisher.publishedStatus else { return }
+        publisher.publishedStatus = text
+        self.outbox.publish(topic: self.topicBase + "/" + device.serialNumber + "/status", text: text, retain: true)
+    }
+
+    /// The wristband's RSSI as status and metrics report it: the last advertisement's, `nil` while connected.
+    ///
+    /// A connected E4 stops advertising and bluetoothd does not refresh `RSSI` over a connection, so the value BlueZ
+    /// still holds right after connecting is stale; the link's own RSSI (HCI Read RSSI, mgmt Get Connection
+    /// Information) needs `CAP_NET_ADMIN`, which the sandboxed agent does not have.
+    static func advertisedRSSI(_ device: EmpaticaDeviceManager, status: DeviceStatus? = nil) -> Int? {
+        (status ?? device.deviceStatus) == .connected ? nil : device.rssi
+    }
+
+    /// Wall-clock time in seconds since 1970.
+    static func wallClock() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 
     func updateSystemdStatus() {

@@ -15,7 +15,7 @@ extension AgentRuntime {
             self.lastDevicesSummary = ""
             self.publishDevices()
             for device in self.api?.devices ?? [] where self.publishers[device.serialNumber] != nil {
-                self.publishDeviceStatus(device)
+                self.publishDeviceStatus(device, force: true)
             }
             if self.configuration.control.mqttCommands {
                 do {
@@ -146,7 +146,7 @@ extension AgentRuntime {
                     ("clock_reanchors", String(device.clockReanchors)),
                     ("notify_acquired", String(device.counters.acquiredNotifications)),
                     ("notify_fallbacks", String(device.counters.startNotifyFallbacks)),
-                    ("rssi", device.rssi.map(String.init) ?? "null"),
+                    ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
                 ]))
             }
         return Self.object([

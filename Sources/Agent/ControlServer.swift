@@ -6,7 +6,9 @@ import Logging
 import Posix
 
 /// The local control socket (`agent.control_socket`): one request line in, one JSON line out, then close.
-/// Owner-only permissions (0600) make it as private as the agent's user.
+///
+/// The socket is 0600, or 0660 when the process umask leaves group write (the `UMask=0007` drop-in in
+/// Docs/operations.md), so it is as private as the agent's user or its group; never open to others.
 final class ControlServer {
     let path: String
     let loop: EventLoop
@@ -14,11 +16,19 @@ final class ControlServer {
     let handler: (String) -> String
     var listener: FileDescriptor?
     var registration: IORegistration?
+    /// The socket file bound here (device, inode): ``close()`` unlinks the path only while it is still ours.
+    var bound: (dev_t, ino_t)?
     var clients: [CInt: Client] = [:]
+
+    /// The most clients served at once; one more is told "busy" and closed.
+    static let clientLimit = 16
+    /// A client that has not sent its whole line by then is dropped.
+    static let clientTimeout: Duration = .seconds(5)
 
     final class Client {
         let fd: FileDescriptor
         var registration: IORegistration?
+        var timer: TimerHandle?
         var input: [UInt8] = []
         init(fd: FileDescriptor) { self.fd = fd }
     }
@@ -38,33 +48,83 @@ final class ControlServer {
             self.logger.error("control socket path \(self.path) is too long")
             return false
         }
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
         // The directory (RuntimeDirectory under systemd) must exist; a stale socket from a crash is replaced.
         if let slash = self.path.lastIndex(of: "/"), slash != self.path.startIndex {
             _ = mkdir(String(self.path[..<slash]), 0o755)
         }
-        unlink(self.path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard self.removeStaleSocket(address) else { return false }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+                            | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else {
             self.logger.error("control socket: \(Errno.current)")
             return false
-        }
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
         }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard bound == 0, chmod(self.path, 0o600) == 0, Glibc.listen(fd, 8) == 0 else {
+        // bind(2) creates the file 0777 & ~umask; keep owner read/write, and group read/write only when the umask
+        // grants group write. No one can connect before listen(2), so the moment between bind and chmod is safe.
+        var info = stat()
+        guard bound == 0, lstat(self.path, &info) == 0,
+              chmod(self.path, info.st_mode & 0o020 != 0 ? 0o660 : 0o600) == 0,
+              Glibc.listen(fd, 8) == 0
+        else {
             self.logger.error("control socket \(self.path): \(Errno.current)")
             Glibc.close(fd)
             return false
         }
+        self.bound = (info.st_dev, info.st_ino)
         let listener = FileDescriptor(rawValue: fd)
         self.listener = listener
         self.registration = try? self.loop.register(listener, interest: .readable) { [weak self] _ in self?.accept() }
+        return true
+    }
+
+    /// Unlinks a socket left by an agent that is gone; refuses a socket that answers (another agent runs on it) and
+    /// a path that is not a socket.
+    ///
+    /// - Returns: whether the path is now free to bind.
+    func removeStaleSocket(_ address: sockaddr_un) -> Bool {
+        var info = stat()
+        guard lstat(self.path, &info) == 0 else { return true }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            self.logger.error("control socket \(self.path) exists and is not a socket; not replacing it")
+            return false
+        }
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+                               | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard probe >= 0 else {
+            self.logger.error("control socket: \(Errno.current)")
+            return false
+        }
+        defer { Glibc.close(probe) }
+        var address = address
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        // ECONNREFUSED: nobody listens, a stale socket. Success or EAGAIN (a full backlog): an agent is serving it.
+        // Anything else (EACCES: another user's socket) cannot tell, so the socket is left alone too.
+        let error = connected == 0 ? nil : Errno.current
+        switch error {
+        case .connectionRefused?:
+            break
+        case nil, .wouldBlock?:
+            self.logger.error("control socket \(self.path) is in use by a running agent (another empalinkd on "
+                                  + "this configuration?); not replacing it")
+            return false
+        case let other?:
+            self.logger.error("control socket \(self.path) exists and cannot be checked (\(other)); not replacing it")
+            return false
+        }
+        unlink(self.path)
         return true
     }
 
@@ -73,7 +133,10 @@ final class ControlServer {
         while true {
             let fd = Glibc.accept(listener.rawValue, nil, nil)
             guard fd >= 0 else { return }
-            guard self.clients.count < 16 else {
+            guard self.clients.count < Self.clientLimit else {
+                // Best effort: empalinkctl reports "agent busy" with or without this line.
+                try? FileDescriptor(rawValue: fd).setNonBlocking(true)
+                _ = try? FileDescriptor(rawValue: fd).writeAll("{\"ok\":false,\"error\":\"busy\"}\n")
                 Glibc.close(fd)
                 continue
             }
@@ -88,8 +151,10 @@ final class ControlServer {
                 continue
             }
             self.clients[fd] = client
-            // A client that never finishes its line is dropped.
-            _ = try? self.loop.scheduleTimer(after: .seconds(5)) { [weak self] in self?.drop(client) }
+            // A client that never finishes its line is dropped; the timer is cancelled when it is served.
+            client.timer = try? self.loop.scheduleTimer(after: Self.clientTimeout) { [weak self, weak client] in
+                if let client { self?.drop(client) }
+            }
         }
     }
 
@@ -109,8 +174,13 @@ final class ControlServer {
         }
     }
 
+    /// Closes `client` and cancels its timer. A descriptor number is reused by the next accept, so only the very
+    /// client registered under it is removed.
     func drop(_ client: Client) {
-        guard self.clients.removeValue(forKey: client.fd.rawValue) != nil else { return }
+        guard let registered = self.clients[client.fd.rawValue], registered === client else { return }
+        self.clients.removeValue(forKey: client.fd.rawValue)
+        if let timer = client.timer { self.loop.cancel(timer) }
+        client.timer = nil
         if let registration = client.registration { self.loop.deregister(registration) }
         client.fd.close()
     }
@@ -120,7 +190,11 @@ final class ControlServer {
         if let registration = self.registration { self.loop.deregister(registration) }
         if let listener = self.listener {
             listener.close()
-            unlink(self.path)
+            // Only our own socket: after a replacement (an operator's rm and a new agent) the path is not ours.
+            var info = stat()
+            if let bound = self.bound, lstat(self.path, &info) == 0, info.st_dev == bound.0, info.st_ino == bound.1 {
+                unlink(self.path)
+            }
         }
         self.listener = nil
     }

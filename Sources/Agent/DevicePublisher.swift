@@ -20,6 +20,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     /// `"sid":"…"` of the current session, preformatted.
     var sidField: [UInt8] = []
     var sid = ""
+    /// The retained `P/A/S/status` as last published, so an unchanged one is not sent again.
+    var publishedStatus = ""
+    /// The status `statusSince` belongs to, and when it began (seconds since 1970).
+    var statusSeen: DeviceStatus?
+    var statusSince: Double?
 
     /// Every stream, in flush order.
     static let streamKinds = StreamKind.allCases

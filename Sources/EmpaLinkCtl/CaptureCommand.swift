@@ -15,11 +15,13 @@ public enum CaptureCommand: CtlCommand {
     public static let name = "capture"
     public static let summary = "connect one wristband and record its raw notifications to a file"
     public static let usage = """
-        empalinkctl capture --address ADDR --out FILE [--seconds N] [--config PATH]
+        empalinkctl capture --address ADDR --out FILE [--seconds N] [--wait N] [--config PATH]
           --address  the wristband, e.g. 00:07:80:9F:F1:67 (naming it is the operator's choice: no whitelist
-                     entry needed; the configured API key must unlock it)
-          --out      capture file (SPEC 6.4 records)
+                     entry needed; the configured API key must unlock it). Refused while it is connected (to
+                     empalinkd or any other central): a second connection would break both.
+          --out      capture file (SPEC 6.4 records), created 0600: it holds raw physiology
           --seconds  how long to record once streaming (1-86400, default 60)
+          --wait     how long to look for the wristband and connect it before giving up (1-3600, default 30)
           --config   agent configuration for the adapter and API key (default /etc/empalink/empalinkd.toml)
         """
 
@@ -28,6 +30,7 @@ public enum CaptureCommand: CtlCommand {
         let target: DeviceAddress
         let loop: EventLoop
         let seconds: Int
+        weak var api: EmpaticaAPI?
         var device: EmpaticaDeviceManager?
         var bytes: [UInt8] = []
         var records = 0
@@ -42,6 +45,14 @@ public enum CaptureCommand: CtlCommand {
 
         func didDiscoverDevices(_ devices: [EmpaticaDeviceManager]) {
             guard self.device == nil, let found = devices.first(where: { $0.address == self.target }) else { return }
+            // BlueZ has one link per device: connecting one the agent streams would tear down its link, and ours.
+            if let info = self.api?.bluez.device(at: found.path), info.connected {
+                self.failure = "\(self.target) is already connected (empalinkd streams it, or another central "
+                    + "holds it); capturing it would break both links: stop the agent (systemctl stop empalinkd) or "
+                    + "disconnect the other central first"
+                self.loop.stop()
+                return
+            }
             self.device = found
             found.rawTap = { [unowned self] stream, payload, arrival in
                 let micros = UInt64(max(arrival, 0) * 1e6)
@@ -58,9 +69,24 @@ public enum CaptureCommand: CtlCommand {
             }
         }
 
+        /// Gives up when the wristband is not streaming `seconds` after the start.
+        func startWaiting(seconds: Int) {
+            _ = try? self.loop.scheduleTimer(after: .seconds(Int64(seconds))) { [weak self] in
+                guard let self, self.stopTimer == nil, self.failure == nil else { return }
+                if let device = self.device {
+                    let reason = device.lastError.map { ": \($0)" } ?? ""
+                    self.failure = "\(self.target) was found but did not connect within \(seconds) s\(reason)"
+                } else {
+                    self.failure = "\(self.target) was not seen within \(seconds) s (is it on, in range, and not "
+                        + "connected to a phone? `empalinkctl scan` lists what is advertising)"
+                }
+                self.loop.stop()
+            }
+        }
+
         func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {
             Console.err("capture: \(device.serialNumber) \(status.rawValue)")
-            if status == .connected, self.stopTimer == nil {
+            if status == .connected, self.stopTimer == nil, self.failure == nil {
                 self.stopTimer = try? self.loop.scheduleTimer(after: .seconds(Int64(self.seconds))) { [weak self] in
                     self?.loop.stop()
                 }
@@ -70,7 +96,8 @@ public enum CaptureCommand: CtlCommand {
 
     public static func run(arguments: [String]) -> Int32 {
         let values: [String: String]
-        switch CtlSupport.flags(arguments, allowed: ["--address", "--out", "--seconds", "--config"]) {
+        switch CtlSupport.flags(arguments, allowed: ["--address", "--out", "--seconds", "--wait",
+                                                           "--config"]) {
         case .success(let parsed): values = parsed
         case .failure(let message):
             Console.err("capture: \(message.text)")
@@ -87,6 +114,10 @@ public enum CaptureCommand: CtlCommand {
         }
         guard let seconds = CtlSupport.seconds(values["--seconds"], default: 60, range: 1...86400) else {
             Console.err("capture: --seconds expects a whole number from 1 to 86400")
+            return 2
+        }
+        guard let wait = CtlSupport.seconds(values["--wait"], default: 30, range: 1...3600) else {
+            Console.err("capture: --wait expects a whole number from 1 to 3600")
             return 2
         }
         let configuration: AgentConfiguration?
@@ -119,6 +150,9 @@ public enum CaptureCommand: CtlCommand {
         let api: EmpaticaAPI
         do throws(EmpaLinkError) {
             api = try self.makeAPI(connection: connection, options: options)
+            recorder.api = api
+            recorder.startWaiting(seconds: wait)
+            Console.err("capture: looking for \(address) (up to \(wait) s; --wait to change)")
             try api.authenticate(apiKey: key)
             try api.discoverDevices(delegate: recorder)
         } catch {
@@ -136,9 +170,11 @@ public enum CaptureCommand: CtlCommand {
             Console.err("capture: error: \(failure)")
             return 1
         }
-        let fd = Glibc.open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
+        // Raw physiology: owner-only like the spool, also when an older capture is overwritten.
+        let fd = Glibc.open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0, fchmod(fd, 0o600) == 0 else {
             Console.err("capture: \(out): error: cannot create: \(Errno.current)")
+            if fd >= 0 { Glibc.close(fd) }
             return 1
         }
         let file = FileDescriptor(rawValue: fd)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Config
 import Posix
 
@@ -7,6 +10,7 @@ public enum EmpaLinkCtl {
     public static var commands: [any CtlCommand.Type] {[
         StatusCommand.self,
         ModeCommand.self,
+        RescanCommand.self,
         ScanCommand.self,
         CaptureCommand.self,
         DecodeCommand.self,
@@ -21,6 +25,9 @@ public enum EmpaLinkCtl {
     ///
     /// - Returns: the exit code.
     public static func main(arguments: [String]) -> Int32 {
+        // A peer that closes first (the agent at its client limit, `| head`) is an error to report, not a death by
+        // signal with exit 141 and no message.
+        signal(SIGPIPE, SIG_IGN)
         guard let first = arguments.first else {
             Console.err(self.usage)
             return 2

@@ -51,6 +51,11 @@ public enum SpoolCommand: CtlCommand {
             Console.err("spool: \(directory): error: cannot read the spool directory: \(error)")
             return 1
         }
+        if let foreign = Self.foreignEntries(inspection) {
+            Console.err("spool: \(directory): error: not a spool directory (no segments, no cursor, "
+                            + "\(foreign) other entries); check --dir")
+            return 1
+        }
         switch action {
         case .inspect:
             for line in Self.describe(inspection) { Console.out(line) }
@@ -64,6 +69,19 @@ public enum SpoolCommand: CtlCommand {
             Console.out(line)
             return 0
         }
+    }
+
+    /// A directory with no segment and no cursor but other files is not a spool (a mistyped `--dir /etc` would
+    /// otherwise verify "ok"); an empty one is a spool before its first record.
+    ///
+    /// - Returns: the number of entries no spool writes, when nothing in the directory is the spool's.
+    static func foreignEntries(_ inspection: SpoolInspection) -> Int? {
+        guard inspection.segments.isEmpty, inspection.cursor == .missing,
+              let names = try? FileSystem.contentsOfDirectory(inspection.directory)
+        else { return nil }
+        // The ledger's temporary file and the directory lock are the spool's own.
+        let foreign = names.filter { $0 != "cursor.tmp" && !$0.contains("lock") }.count
+        return foreign > 0 ? foreign : nil
     }
 
     private static func usageError(_ message: String) -> Int32 {

@@ -1,5 +1,8 @@
 """empalinkctl scan / capture / decode and the example app, against empalink-sim on a private bus."""
 import json
+import os
+import stat
+import time
 
 import pytest
 
@@ -50,10 +53,13 @@ def test_scan_without_bluez_is_one_clear_error(binaries, tmp_path):
 def test_capture_then_decode_reproduces_the_samples(binaries, keyed, tmp_path):
     config, _, _ = keyed
     capture = tmp_path / "a00101.cap"
+    capture.write_bytes(b"")
+    os.chmod(capture, 0o644)  # an older capture, from before captures were 0600
     with simulated_bus(devices=1, seed=7) as rig:
         result = run([str(binaries / "empalinkctl"), "capture", "--address", "00:07:80:A0:01:01", "--out",
                       str(capture), "--seconds", "3", "--config", str(config)], env=rig.env, timeout=60)
         assert result.returncode == 0, result.stderr
+        assert stat.S_IMODE(capture.stat().st_mode) == 0o600, "raw physiology is owner-only"
         rig.sim.terminate()
         rig.sim.wait(timeout=10)
         truth = [row for row in rig.truth_rows("a00101", "bvp.csv") if row["status"] == "0"]
@@ -91,6 +97,20 @@ def test_capture_refuses_a_wristband_the_key_does_not_unlock(binaries, keyed, tm
                       str(tmp_path / "x.cap"), "--seconds", "2", "--config", str(config)], env=rig.env, timeout=60)
     assert result.returncode == 1
     assert "not allowed by the API key" in result.stderr
+
+
+def test_capture_of_an_absent_wristband_gives_up_with_a_message(binaries, keyed, tmp_path):
+    config, _, _ = keyed
+    with simulated_bus(devices=1) as rig:
+        start = time.monotonic()
+        result = run([str(binaries / "empalinkctl"), "capture", "--address", "00:07:80:A0:01:09", "--out",
+                      str(tmp_path / "x.cap"), "--wait", "2", "--config", str(config)], env=rig.env, timeout=30)
+        elapsed = time.monotonic() - start
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "capture: error: 00:07:80:A0:01:09 was not seen within 2 s"), result.stderr
+    assert elapsed < 10
+    assert not (tmp_path / "x.cap").exists()
 
 
 def test_example_app_streams_through_the_public_api(binaries, keyed):

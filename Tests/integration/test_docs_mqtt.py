@@ -90,6 +90,8 @@ def check_payload(kind, payload):
         assert ADDRESS.match(payload["address"]) and isinstance(payload["label"], str)
         assert payload["battery"] is None or 0.0 <= payload["battery"] <= 1.0
         assert is_time(payload["since"])
+        # bluetoothd does not refresh RSSI over a connection: the agent reports none rather than a stale one.
+        assert payload["rssi"] is None if payload["status"] == "connected" else True, payload
     elif kind in SAMPLED:
         check_session(payload)
         assert set(payload) == {"sid", "seq", "t", "fs", "v"}, payload
@@ -123,6 +125,7 @@ def check_payload(kind, payload):
         for serial, device in payload["devices"].items():
             assert SERIAL.match(serial)
             assert set(device) >= {"rx_packets", "lost", "decode_errors", "reconnects", "rssi"}, device
+            assert device["rssi"] is None if device.get("status") == "connected" else True, device
         assert set(payload["mqtt"]) >= {"published", "acked", "inflight"}
         assert set(payload["spool"]) >= {"bytes", "records", "dropped", "oldest_t"}
     elif kind == "cmd":
