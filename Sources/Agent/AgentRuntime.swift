@@ -114,9 +114,6 @@ public final class AgentRuntime {
         } catch {
             throw AgentError(error.message)
         }
-        if self.apiKey == nil {
-            self.logger.warn("no API key configured (auth.api_key_file): no wristband will be connected")
-        }
         self.mqtt.onConnectionEvent = { [unowned self] event in self.mqttEvent(event) }
         self.mqtt.onMessage = { [unowned self] message in
             self.command(topic: message.topic, payload: Array(message.payload), retained: message.retain)

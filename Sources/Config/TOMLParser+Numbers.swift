@@ -39,7 +39,8 @@ extension TOMLParser {
         /// Letters where a value should be, such as an unquoted string.
         case notAValue
 
-        func message(for text: String) -> String {
+        func message(for written: String) -> String {
+            let text = TOMLParser.shortened(written)
             switch self {
             case .invalid(let reason):
                 return "invalid number '\(text)': \(reason)"
