@@ -145,7 +145,8 @@ enum FlatJSON {
                     var end = index
                     while end < bytes.count, Array("+-0123456789.eE".utf8).contains(bytes[end]) { end += 1 }
                     guard end > index, let number = Double(String(decoding: bytes[index..<end], as: UTF8.self)) else {
-                        return .failure(ParseError("unsupported value for \(shown) (objects and arrays are not commands)"))
+                        return .failure(
+                            ParseError("unsupported value for \(shown) (objects and arrays are not commands)"))
                     }
                     index = end
                     members[key] = .number(number)

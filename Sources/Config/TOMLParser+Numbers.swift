@@ -40,7 +40,8 @@ extension TOMLParser {
         case notAValue
 
         func message(for written: String) -> String {
-            let text = TOMLParser.shortened(written)
+            // Long enough for any 64-bit literal with separators (a binary one is 66+ characters).
+            let text = TOMLParser.shortened(written, limit: 100)
             switch self {
             case .invalid(let reason):
                 return "invalid number '\(text)': \(reason)"
