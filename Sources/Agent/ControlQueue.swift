@@ -27,7 +27,8 @@ struct ControlQueue {
     private var transient: [Message] = []
     private var transientHead = 0
 
-    /// Non-retained control messages dropped (window and queue full, or broker away).
+    /// Control messages dropped: non-retained ones the window, the queue and the broker could not take, and any
+    /// the broker can never take.
     private(set) var dropped: UInt64 = 0
 
     var isEmpty: Bool { self.retainedOrder.isEmpty && self.transientHead == self.transient.count }
@@ -63,6 +64,11 @@ struct ControlQueue {
         }
         self.transient.append(message)
         return true
+    }
+
+    /// Counts `message` as dropped: the broker can never take it (too large, an invalid topic).
+    mutating func discard(_ message: Message) {
+        self.dropped &+= 1
     }
 
     /// The next message to try: retained state first (it is what a late subscriber sees), then the FIFO.

@@ -106,9 +106,18 @@ final class Outbox {
         do {
             try self.mqtt.publish(topic: topic, payload: message.payload, qos: self.qos, retain: retain)
             self.published &+= 1
-        } catch {
+        } catch where Self.mayPassLater(error) {
             self.control.hold(message, windowFull: error.code == .inflightFull)
+        } catch {
+            self.control.discard(message)
+            self.logger.warn("cannot publish \(topic): \(error.message)")
         }
+    }
+
+    /// Whether a refused publish may succeed later (the window frees, the broker returns), as opposed to a
+    /// message the broker can never take (too large, an invalid topic).
+    static func mayPassLater(_ error: MQTTError) -> Bool {
+        [MQTTError.Code.inflightFull, .notConnected, .connectionLost, .tls].contains(error.code)
     }
 
     /// Publishes held control-plane messages while the window has room; called when an acknowledgement frees a
@@ -123,8 +132,12 @@ final class Outbox {
                                       retain: message.retain)
                 self.published &+= 1
                 self.control.removeNext()
-            } catch {
+            } catch where Self.mayPassLater(error) {
                 return
+            } catch {
+                self.control.discard(message)
+                self.control.removeNext()
+                self.logger.warn("cannot publish \(message.topic): \(error.message)")
             }
         }
     }
