@@ -5,6 +5,7 @@ and clearing it (an empty retained message) is not answered as malformed. JSON `
 commands and rescans reach the log, rate-limited.
 """
 import json
+import socket
 import time
 
 import pytest
@@ -16,6 +17,20 @@ FLOOD = 40
 
 def results_after(rig, index):
     return [m.json for m in rig.subscriber.all(rig.topic("cmd", "result"))[index:]]
+
+
+def control_request(rig, line):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(5)
+        client.connect(str(rig.control_socket))
+        client.sendall(line.encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = client.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +64,9 @@ def run():
         before = len(rig.subscriber.all(result_topic))
         rig.subscriber.publish(cmd, json.dumps({"rescan": True}))
         record["rescan"] = wait_until(lambda: results_after(rig, before), 5)
+
+        # The control socket: a rescan and an unknown request reach the log too.
+        record["socket_answers"] = [control_request(rig, "rescan"), control_request(rig, "frobnicate now")]
 
         # A flood of refused commands: each answered, the log keeps a bounded number of lines.
         before = len(rig.subscriber.all(result_topic))
@@ -92,3 +110,10 @@ def test_rescan_and_refused_commands_reach_the_log_rate_limited(run):
     assert rejected, log[-2000:]
     assert any("sideways-0" in line for line in rejected), rejected
     assert len(rejected) <= 10, f"{len(rejected)} lines for {FLOOD} refused commands: not rate-limited"
+
+
+def test_control_socket_rescans_and_refusals_reach_the_log(run):
+    rescan, unknown = run["socket_answers"]
+    assert rescan["ok"] is True and unknown["ok"] is False, run["socket_answers"]
+    assert "rescan requested (control socket)" in run["log"], run["log"][-2000:]
+    assert 'rejected control command "frobnicate now": unknown command' in run["log"], run["log"][-2000:]
