@@ -87,7 +87,12 @@ def run():
             text = rig.config_text([], metrics_interval_s=0).replace(f"port = {rig.port}", f"port = {relay.port}")
             text = text.replace('qos = 1\n', 'qos = 1\nmax_inflight = 1\n')
             rig.start_agent(text)
-            time.sleep(1.0)  # the start-up publishes are acknowledged
+
+            def window_empty():
+                status = rig.ctl("status", "--socket", str(rig.control_socket))
+                return status.returncode == 0 and json.loads(status.stdout)["metrics"]["mqtt"]["inflight"] == 0
+            # The start-up publishes are acknowledged: the one slot is free before the relay holds PUBACKs.
+            assert wait_until(window_empty, 10), rig.agent_log_text()
 
             relay.held.set()
             start = time.monotonic()
