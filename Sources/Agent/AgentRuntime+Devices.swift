@@ -23,8 +23,9 @@ extension AgentRuntime: EmpaticaDelegate {
         for device in api.devices where self.publishers[device.serialNumber] != nil {
             self.publishDeviceStatus(device)
         }
-        for device in api.devices where device.isConnectionWanted && !self.isWhitelisted(device) {
-            self.logger.info("disconnecting \(device.serialNumber): no longer whitelisted", ["DEVICE": device.serialNumber])
+        for device in api.devices where device.isConnectionWanted && !(self.isWhitelisted(device) && device.allowed) {
+            let reason = self.isWhitelisted(device) ? "the API key no longer unlocks it" : "no longer whitelisted"
+            self.logger.info("disconnecting \(device.serialNumber): \(reason)", ["DEVICE": device.serialNumber])
             device.disconnect()
         }
         var active = api.devices.filter { $0.isConnectionWanted }.count

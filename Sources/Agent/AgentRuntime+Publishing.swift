@@ -165,6 +165,8 @@ extension AgentRuntime {
                 ("inflight", String(self.mqtt.inflightCount)),
                 ("dropped", String(self.outbox.dropped)),
                 ("oversized", String(self.outbox.oversized)),
+                ("control_dropped", String(self.outbox.control.dropped)),
+                ("control_waiting", String(self.outbox.control.count)),
             ])),
             ("spool", self.spoolMetricsJSON()),
         ])

@@ -37,8 +37,9 @@ extension AgentRuntime {
         return "mode \(mode.rawValue)"
     }
 
-    /// Re-reads the configuration file. Whitelist, publish and mode changes apply live; an invalid file is
-    /// rejected with its errors logged and the running configuration kept.
+    /// Re-reads the configuration file. Whitelist, publish, mode and API key changes apply live (the key file and
+    /// the keyring are re-read too); an invalid file, or one whose key file or keyring ``ConfigurationCheck``
+    /// refuses, is rejected with its errors logged and the running configuration kept.
     func reload() {
         let new: AgentConfiguration
         do {
@@ -50,11 +51,21 @@ extension AgentRuntime {
             self.logger.error("reload rejected: keeping the running configuration")
             return
         }
+        // What would stop a start stops a reload: an API key file or keyring that cannot be read, a key the
+        // keyring refuses.
+        let problems = ConfigurationCheck.run(new).filter { $0.severity == .error }
+        guard problems.isEmpty else {
+            for problem in problems {
+                self.logger.error("reload rejected: \(problem.formatted(path: self.configPath))")
+            }
+            self.logger.error("reload rejected: keeping the running configuration")
+            return
+        }
         let old = self.configuration
         var restartNeeded: [String] = []
         if new.mqtt != old.mqtt { restartNeeded.append("[mqtt]") }
         if new.agent != old.agent { restartNeeded.append("[agent]") }
-        if new.auth != old.auth { restartNeeded.append("[auth]") }
+        if new.auth.keyring != old.auth.keyring { restartNeeded.append("auth.keyring") }
         if new.spool != old.spool { restartNeeded.append("[spool]") }
         if new.control != old.control { restartNeeded.append("[control]") }
         var bluetooth = new.bluetooth
@@ -65,7 +76,9 @@ extension AgentRuntime {
         applied.wristbands = new.wristbands
         applied.publish = new.publish
         applied.bluetooth.mode = new.bluetooth.mode
+        if new.auth.keyring == old.auth.keyring { applied.auth = new.auth }
         self.configuration = applied
+        self.reloadAPIKey()
         self.enabledStreams = Set(new.publish.streams.compactMap(StreamKind.init(rawValue:)))
         for (serial, publisher) in self.publishers {
             publisher.label = new.wristbands.first { $0.serial == serial }?.label ?? ""
@@ -81,6 +94,36 @@ extension AgentRuntime {
         self.logger.info("configuration reloaded: \(new.wristbands.count) wristband(s) whitelisted")
         if !restartNeeded.isEmpty {
             self.logger.warn("changes to \(restartNeeded.joined(separator: ", ")) take effect after a restart")
+        }
+    }
+
+    /// Re-reads the API key (`auth.api_key` or `auth.api_key_file`) and the keyring, so that `empalinkctl key add`
+    /// and a new key in the key file take effect on SIGHUP: wristbands the key now unlocks are connected, ones it
+    /// no longer unlocks are disconnected.
+    func reloadAPIKey() {
+        let key: String?
+        do {
+            key = try APIKey.load(self.configuration.auth)
+        } catch {
+            // ConfigurationCheck read the same file a moment ago; keep the running key if it changed since.
+            self.logger.error("reload: \(error.message); keeping the running API key")
+            return
+        }
+        self.apiKey = key
+        guard let api = self.api else { return }  // connectBus authenticates when the bus is back
+        guard let key else {
+            self.logger.warn("reload: no API key configured; wristbands already unlocked stay unlocked until a "
+                                 + "restart")
+            return
+        }
+        let wasAuthenticated = api.isAuthenticated
+        do throws(EmpaLinkError) {
+            try api.authenticate(apiKey: key)
+            let unlocked = api.grant?.devices.map { $0.sorted().joined(separator: ", ") } ?? "every wristband"
+            self.logger.info("API key and keyring re-read: the key unlocks \(unlocked.isEmpty ? "none" : unlocked)")
+            if !wasAuthenticated { try api.discoverDevices(delegate: self) }
+        } catch {
+            self.logger.error("reload: \(error); keeping the running API key")
         }
     }
 

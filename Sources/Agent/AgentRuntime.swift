@@ -43,6 +43,9 @@ public final class AgentRuntime {
     var exitCode: Int32 = 0
     /// Devices seen, for the `devices` topic: serial → last published summary.
     var lastDevicesSummary = ""
+    /// Journal budgets for refused commands and rescans (`AgentRuntime+Commands.swift`).
+    var rejectedCommandLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
+    var rescanLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
 
     /// Whether each notification is published at once (batch interval 0).
     var flushEveryNotification: Bool { self.batchMilliseconds == 0 }
@@ -111,12 +114,9 @@ public final class AgentRuntime {
         } catch {
             throw AgentError(error.message)
         }
-        if self.apiKey == nil {
-            self.logger.warn("no API key configured (auth.api_key_file): no wristband will be connected")
-        }
         self.mqtt.onConnectionEvent = { [unowned self] event in self.mqttEvent(event) }
         self.mqtt.onMessage = { [unowned self] message in
-            self.command(topic: message.topic, payload: Array(message.payload))
+            self.command(topic: message.topic, payload: Array(message.payload), retained: message.retain)
         }
         do {
             try self.mqtt.start()

@@ -12,8 +12,10 @@ public enum DaemonCommand {
 
         options:
           --config PATH    configuration file (default \(ConfigurationLoader.defaultPath))
-          --check-config   validate the configuration and exit: 0 valid, 2 invalid (errors on stderr as
-                           PATH:LINE:COL: error: MESSAGE)
+          --check-config   validate the configuration and the files it names (API key, keyring, MQTT
+                           password, TLS certificates) and exit: 0 valid, 2 invalid (errors on stderr as
+                           PATH:LINE:COL: error: MESSAGE; warnings, such as nothing to connect, as
+                           PATH: warning: MESSAGE, do not fail)
           --json           with --check-config: print the full defaulted configuration as JSON
           --version        print the version
           --help           print this help
@@ -97,17 +99,32 @@ public enum DaemonCommand {
             }
             return 2
         }
+        // The same checks at start as with --check-config: a file that cannot be read is a configuration error
+        // (exit 2, not restarted by the unit), not a runtime failure to retry every 5 s.
+        let findings = ConfigurationCheck.run(configuration)
+        let errors = findings.filter { $0.severity == .error }
+        // One line per error when it fails (SPEC §3); the warnings when it passes.
+        if !errors.isEmpty {
+            for error in errors { Console.err(error.formatted(path: options.configPath)) }
+            return 2
+        }
+        if options.checkConfig {
+            for warning in findings { Console.err(warning.formatted(path: options.configPath)) }
+        }
         if options.checkConfig {
             if options.json {
                 Console.out(configuration.json.serialized(indent: 2))
             }
             return 0
         }
-        return self.runAgent(configuration, path: options.configPath)
+        return self.runAgent(configuration, path: options.configPath, warnings: findings)
     }
 
     /// Runs the agent until SIGTERM/SIGINT.
-    static func runAgent(_ configuration: AgentConfiguration, path: String) -> Int32 {
+    ///
+    /// - Parameters:
+    ///   - warnings: what ``ConfigurationCheck`` found, logged once the logger is up.
+    static func runAgent(_ configuration: AgentConfiguration, path: String, warnings: [ConfigDiagnostic]) -> Int32 {
         // Signals go to the loop's signalfd: block them before any thread (libdbus, libmosquitto) starts.
         do {
             try EventLoop.blockSignals(AgentRuntime.handledSignals)
@@ -117,6 +134,9 @@ public enum DaemonCommand {
         }
         let level = LogLevel(name: configuration.agent.logLevel.rawValue) ?? .info
         let logger = Logger.standard(identifier: "empalinkd", level: level)
+        for warning in warnings {
+            logger.warn("configuration: \(warning.formatted(path: path))")
+        }
         do {
             let agent = try AgentRuntime(configuration: configuration, configPath: path, logger: logger)
             return agent.run()

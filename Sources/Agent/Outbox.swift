@@ -34,6 +34,9 @@ final class Outbox {
     private(set) var replayed: UInt64 = 0
     private(set) var dropped: UInt64 = 0
     private(set) var oversized: UInt64 = 0
+    /// Control-plane messages the broker could not take at once.
+    private(set) var control = ControlQueue()
+    private var flushingControl = false
 
     init(mqtt: MQTTClient, qos: Int, spool: Spool?, mode: AgentConfiguration.SpoolMode, loop: EventLoop,
          logger: Logger) {
@@ -45,6 +48,7 @@ final class Outbox {
         self.loop = loop
         mqtt.onAcknowledgement = { [unowned self] _, outcome in
             if outcome.isDelivered { self.acknowledged &+= 1 }
+            if !self.control.isEmpty { self.flushControl() }
         }
         spool?.onReplayReady = { [weak self] in self?.replay() }
     }
@@ -87,14 +91,54 @@ final class Outbox {
         }
     }
 
-    /// Publishes a control-plane message (status, devices, metrics, command results). Not spooled: status and
-    /// devices are republished on every reconnect, metrics are superseded.
+    /// Publishes a control-plane message (status, devices, metrics, command results). Not spooled; what the broker
+    /// cannot take now waits in ``control`` (see ``ControlQueue``): retained state topics keep their latest value
+    /// until it is published, other messages wait briefly for the window or are dropped and counted.
     func publish(topic: String, text: String, retain: Bool) {
+        let message = ControlQueue.Message(topic: topic, payload: Array(text.utf8), retain: retain)
+        if retain {
+            self.control.published(retainedTopic: topic)
+        } else if self.control.hasTransient {
+            // Behind the results already waiting, so that command results keep their order.
+            self.control.hold(message, windowFull: self.mqtt.state == .connected)
+            return
+        }
         do {
-            try self.mqtt.publish(topic: topic, payload: Array(text.utf8), qos: self.qos, retain: retain)
+            try self.mqtt.publish(topic: topic, payload: message.payload, qos: self.qos, retain: retain)
             self.published &+= 1
+        } catch where Self.mayPassLater(error) {
+            self.control.hold(message, windowFull: error.code == .inflightFull)
         } catch {
-            // Counted by MQTT state; nothing to keep.
+            self.control.discard(message)
+            self.logger.warn("cannot publish \(topic): \(error.message)")
+        }
+    }
+
+    /// Whether a refused publish may succeed later (the window frees, the broker returns), as opposed to a
+    /// message the broker can never take (too large, an invalid topic).
+    static func mayPassLater(_ error: MQTTError) -> Bool {
+        [MQTTError.Code.inflightFull, .notConnected, .connectionLost, .tls].contains(error.code)
+    }
+
+    /// Publishes held control-plane messages while the window has room; called when an acknowledgement frees a
+    /// slot and when the broker connects.
+    func flushControl() {
+        guard !self.flushingControl else { return }
+        self.flushingControl = true
+        defer { self.flushingControl = false }
+        while let message = self.control.next() {
+            do {
+                try self.mqtt.publish(topic: message.topic, payload: message.payload, qos: self.qos,
+                                      retain: message.retain)
+                self.published &+= 1
+                self.control.removeNext()
+            } catch where Self.mayPassLater(error) {
+                return
+            } catch {
+                self.control.discard(message)
+                self.control.removeNext()
+                self.logger.warn("cannot publish \(message.topic): \(error.message)")
+            }
         }
     }
 
@@ -105,6 +149,7 @@ final class Outbox {
 
     func brokerConnected() {
         self.brokerUp = true
+        self.flushControl()
         self.armReplay()
     }
 
@@ -120,6 +165,7 @@ final class Outbox {
 
     func brokerDisconnected() {
         self.brokerUp = false
+        self.control.dropTransient()
         if let timer = self.replayTimer { self.loop.cancel(timer) }
         self.replayTimer = nil
         // In-flight replays may never be acknowledged now: they become pending again (duplicates are detectable
@@ -146,6 +192,7 @@ final class Outbox {
                     guard outcome.isDelivered else { return }
                     spool?.acknowledge(id)
                     self?.acknowledged &+= 1
+                    if self?.control.isEmpty == false { self?.flushControl() }
                 }
                 self.replayed &+= 1
                 self.published &+= 1

@@ -61,6 +61,7 @@ extension AgentConfiguration {
             replayRate: table.int("spool.replay_rate"))
         self.control = Control(mqttCommands: table.bool("control.mqtt_commands"))
         self.resolved = values.mapValues(\.kind)
+        self.positions = values.compactMapValues { $0.position.line > 0 ? $0.position : nil }
     }
 
     /// Typed reads of validated values. The validator has checked every type, so the fallbacks are unreachable;

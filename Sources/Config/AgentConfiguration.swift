@@ -108,4 +108,12 @@ public struct AgentConfiguration: Sendable, Equatable {
 
     /// Every resolved value by dotted path (wristbands excluded), for `--json` and the reference.
     public let resolved: [String: TOMLValue.Kind]
+    /// Where each key written in the file is (defaults have none), for diagnostics found after validation,
+    /// such as a key file that cannot be read.
+    let positions: [String: SourcePosition]
+
+    /// Where `path` (`"auth.api_key_file"`) is written in the file, or `nil` when it was not written there.
+    public func position(of path: String) -> SourcePosition? {
+        self.positions[path]
+    }
 }

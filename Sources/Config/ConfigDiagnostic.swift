@@ -4,19 +4,26 @@ public struct ConfigDiagnostic: Error, Hashable, Sendable {
     public var position: SourcePosition?
     /// One line: what is wrong and what was expected.
     public var message: String
+    /// An error stops the agent (exit 2); a warning is reported and the agent runs.
+    public var severity: Severity
 
-    public init(_ message: String, at position: SourcePosition?) {
-        self.message = message
-        self.position = position
+    public enum Severity: String, Hashable, Sendable {
+        case error, warning
     }
 
-    /// `PATH:LINE:COL: error: MESSAGE` (or `PATH: error: MESSAGE` without a position), the compiler-style line
-    /// editors and CI logs understand.
+    public init(_ message: String, at position: SourcePosition?, severity: Severity = .error) {
+        self.message = message
+        self.position = position
+        self.severity = severity
+    }
+
+    /// `PATH:LINE:COL: error: MESSAGE` (or `PATH: error: MESSAGE` without a position; `warning:` for a
+    /// warning), the compiler-style line editors and CI logs understand.
     public func formatted(path: String) -> String {
         if let position = self.position {
-            return "\(path):\(position.line):\(position.column): error: \(self.message)"
+            return "\(path):\(position.line):\(position.column): \(self.severity.rawValue): \(self.message)"
         }
-        return "\(path): error: \(self.message)"
+        return "\(path): \(self.severity.rawValue): \(self.message)"
     }
 }
 

@@ -23,6 +23,14 @@ public enum ConfigReference {
         empalinkd --check-config --config /etc/empalink/empalinkd.toml --json   # the full defaulted configuration
         ```
 
+        Besides the file itself, `--check-config` reads the files it names: the API key file (its first line must
+        not be empty), the keyring (it must parse and accept the key), the MQTT password file and the TLS
+        certificates and key. Any of them failing is an error, and the agent refuses to start on the same errors
+        (exit 2, which the unit does not restart). A configuration that connects nothing (no API key, or no
+        `[[wristband]]`) passes with a `PATH: warning: …` line, as does a whitelisted wristband the key does not
+        unlock. Run it as the user the agent runs as to check permissions too
+        (`sudo -u empalink empalinkd --check-config …`).
+
         Errors are printed one per line as `PATH:LINE:COL: error: MESSAGE` (`PATH: error: MESSAGE` when the file
         itself cannot be read), exit status 2.
 

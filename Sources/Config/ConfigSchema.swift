@@ -28,9 +28,11 @@ public enum ConfigSchema {
         ConfigKey("auth.api_key", .string(1...256), default: .unset("unset: no wristband is connected"),
                   "The API key, checked against the keyring by SHA-256. Prefer `api_key_file`; set at most one."),
         ConfigKey("auth.api_key_file", .path(maxBytes: nil), default: .unset("unset"),
-                  "A file whose first line is the API key, so the secret stays out of this file."),
+                  "A file whose first line is the API key, so the secret stays out of this file. Read at start "
+                      + "and on every reload (SIGHUP); unreadable or empty is a configuration error."),
         ConfigKey("auth.keyring", .path(maxBytes: nil), default: .value(.string("/etc/empalink/keyring.toml")),
-                  "Keyring of hashed API keys (`empalinkctl key add` writes it)."),
+                  "Keyring of hashed API keys (`empalinkctl key add` writes it). Read at start and on every reload; "
+                      + "a changed path needs a restart."),
 
         ConfigKey("bluetooth.adapter", .adapter, default: .value(.string("hci0")),
                   "BlueZ adapter to use."),
@@ -96,7 +98,8 @@ public enum ConfigSchema {
         ConfigKey("mqtt.tls.key_file", .path(maxBytes: nil), default: .unset("unset"),
                   "Client private key (PEM). Needs `cert_file`."),
         ConfigKey("mqtt.tls.insecure", .boolean, default: .value(.boolean(false)),
-                  "Skip verification of the broker's host name. For testing only."),
+                  "Skip verification of the broker's host name. For testing only. Needs TLS (a `tls.ca_*` or "
+                      + "client certificate key): without it, an error."),
 
         ConfigKey("publish.streams", .subsetOf(ConfigSchema.streams),
                   default: .value(.array(ConfigSchema.streams.map {

@@ -3,7 +3,10 @@ extension ConfigValidator {
     /// `; did you mean "x"?` when a known name is close to `name` (edit distance ≤ 2), otherwise a list of the
     /// known names so the operator sees what is allowed.
     static func suggestion(for name: String, among known: [String]) -> String {
-        let scored = known.map { (name: $0, distance: self.editDistance(name, $0)) }
+        // A length difference beyond 2 already rules a name out; skipping those keeps a 1 MB key cheap.
+        let length = name.unicodeScalars.count
+        let scored = known.filter { abs($0.unicodeScalars.count - length) <= 2 }
+            .map { (name: $0, distance: self.editDistance(name, $0)) }
         if let best = scored.min(by: { $0.distance < $1.distance }), best.distance <= 2 {
             return "; did you mean \"\(best.name)\"?"
         }

@@ -53,7 +53,7 @@ public enum ConfigValidator {
         mutating func section(_ entry: TOMLTable.Entry) {
             guard ConfigSchema.sections.contains(where: { $0.name == entry.key }) else {
                 let hint = ConfigValidator.suggestion(for: entry.key, among: ConfigSchema.sections.map(\.name))
-                self.error("unknown section \"\(entry.key)\"\(hint)", at: entry.keyPosition)
+                self.error("unknown section \(ConfigValidator.quoted(entry.key))\(hint)", at: entry.keyPosition)
                 return
             }
             if entry.key == "wristband" {
@@ -105,7 +105,8 @@ public enum ConfigValidator {
                     self.table(subtable, path: child, into: &into)
                 } else {
                     let hint = ConfigValidator.suggestion(for: entry.key, among: ConfigSchema.children(of: path))
-                    self.error("unknown key \"\(entry.key)\" in [\(path)]\(hint)", at: entry.keyPosition)
+                    self.error("unknown key \(ConfigValidator.quoted(entry.key)) in [\(path)]\(hint)",
+                               at: entry.keyPosition)
                 }
             }
         }
@@ -273,6 +274,14 @@ public enum ConfigValidator {
             }
             if let file = self.values["mqtt.password_file"], self.values["mqtt.username"] == nil {
                 self.error("mqtt.password_file: a password needs mqtt.username", at: file.position)
+            }
+            // `insecure` only relaxes TLS's checks; without TLS it would leave the operator believing the link is
+            // encrypted (with its checks off), when it is plain TCP.
+            if let insecure = self.values["mqtt.tls.insecure"], case .boolean(true) = insecure.kind,
+               !["mqtt.tls.ca_file", "mqtt.tls.ca_path", "mqtt.tls.cert_file", "mqtt.tls.key_file"]
+                   .contains(where: { self.values[$0] != nil }) {
+                self.error("mqtt.tls.insecure: has no effect without TLS; TLS is on only with tls.ca_file, "
+                               + "tls.ca_path or tls.cert_file and tls.key_file", at: insecure.position)
             }
             let cert = self.values["mqtt.tls.cert_file"]
             let key = self.values["mqtt.tls.key_file"]

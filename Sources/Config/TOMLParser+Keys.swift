@@ -83,7 +83,15 @@ extension TOMLParser {
     static func display(names: [String]) -> String {
         let rendered = TOMLParser.render(names: names)
         let allBare = names.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy(TOMLParser.isBareKeyByte) }
-        return allBare ? "\"\(rendered)\"" : rendered
+        return TOMLParser.shortened(allBare ? "\"\(rendered)\"" : rendered)
+    }
+
+    /// `text` for a one-line message: at most 60 characters of it, then `…` and its full size, so that a huge key
+    /// or number is never echoed whole.
+    static func shortened(_ text: String, limit: Int = 60) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > limit else { return text }
+        return String(String.UnicodeScalarView(scalars.prefix(limit - 3))) + "… (\(text.utf8.count) bytes)"
     }
 
     /// Writes `name` as a TOML basic string whose text stays on one line: quotes, backslashes and anything not

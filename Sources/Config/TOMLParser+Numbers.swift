@@ -39,7 +39,9 @@ extension TOMLParser {
         /// Letters where a value should be, such as an unquoted string.
         case notAValue
 
-        func message(for text: String) -> String {
+        func message(for written: String) -> String {
+            // Long enough for any 64-bit literal with separators (a binary one is 66+ characters).
+            let text = TOMLParser.shortened(written, limit: 100)
             switch self {
             case .invalid(let reason):
                 return "invalid number '\(text)': \(reason)"

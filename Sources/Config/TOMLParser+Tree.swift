@@ -132,13 +132,15 @@ extension TOMLParser {
                 return child
             case .table(let child):
                 throw TOMLError(
-                    "[[\(TOMLParser.render(key))]] cannot append to \(TOMLParser.display(key)): it is a table "
-                        + "(defined at \(self.tables[child].position)), not an array of tables", at: header)
+                    "[[\(TOMLParser.shortened(TOMLParser.render(key)))]] cannot append to "
+                        + "\(TOMLParser.display(key)): it is a table (defined at \(self.tables[child].position)), "
+                        + "not an array of tables", at: header)
             case .value(let value):
                 if case .array = value.kind {
                     throw TOMLError(
-                        "[[\(TOMLParser.render(key))]] cannot append to the static array \(TOMLParser.display(key)) "
-                            + "defined at \(value.position); only arrays made with [[...]] can be extended",
+                        "[[\(TOMLParser.shortened(TOMLParser.render(key)))]] cannot append to the static array "
+                            + "\(TOMLParser.display(key)) defined at \(value.position); only arrays made with "
+                            + "[[...]] can be extended",
                         at: header)
                 }
                 throw self.notATable(key, value: value, at: header)

@@ -17,8 +17,9 @@ extension Keyring {
         var entries: [Entry] = []
         for top in document.entries {
             guard top.key == "key" else {
-                errors.append(ConfigDiagnostic("unknown key \"\(top.key)\"; a keyring holds only [[key]] tables",
-                                               at: top.keyPosition))
+                errors.append(ConfigDiagnostic(
+                    "unknown key \(self.shown(top.key)); a keyring holds only [[key]] tables",
+                    at: top.keyPosition))
                 continue
             }
             guard case .array(let items) = top.value.kind else {
@@ -65,8 +66,9 @@ extension Keyring {
                     } else if text.utf8.count == 6, self.bytes(fromHex: text) != nil {
                         serials.insert(text.lowercased())
                     } else {
-                        errors.append(ConfigDiagnostic("key.devices: \"\(text)\" is not a serial (6 hex digits) or \"*\"",
-                                                       at: item.position))
+                        errors.append(ConfigDiagnostic(
+                            "key.devices: \(self.shown(text)) is not a serial (6 hex digits) or \"*\"",
+                            at: item.position))
                         ok = false
                     }
                 }
@@ -83,8 +85,9 @@ extension Keyring {
                                                at: field.value.position))
                 ok = false
             default:
-                errors.append(ConfigDiagnostic("unknown key \"\(field.key)\" in [[key]]; expected sha256, devices or expires",
-                                               at: field.keyPosition))
+                errors.append(ConfigDiagnostic(
+                    "unknown key \(self.shown(field.key)) in [[key]]; expected sha256, devices or expires",
+                    at: field.keyPosition))
                 ok = false
             }
         }
@@ -98,6 +101,13 @@ extension Keyring {
             return nil
         }
         return Entry(digest: digest, devices: devices, expires: expires)
+    }
+
+    /// A key or value for a message: quoted, cut to 40 characters so a huge one is not echoed whole.
+    static func shown(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard scalars.count > 40 else { return "\"\(text)\"" }
+        return "\"" + String(String.UnicodeScalarView(scalars.prefix(37))) + "…\" (\(text.utf8.count) bytes)"
     }
 
     public static func bytes(fromHex text: String) -> [UInt8]? {

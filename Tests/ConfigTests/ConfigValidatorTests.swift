@@ -66,7 +66,8 @@ import Testing
     }
 
     @Test func tablesMayBeWrittenInline() throws {
-        let config = try self.validate("mqtt = { host = \"broker\", tls = { insecure = true } }\n")
+        let config = try self.validate(
+            "mqtt = { host = \"broker\", tls = { ca_file = \"/ca.pem\", insecure = true } }\n")
         #expect(config.mqtt.host == "broker")
         #expect(config.mqtt.tls.insecure)
     }
@@ -119,13 +120,20 @@ import Testing
     }
 
     @Test func jsonNestsDottedKeysAndKeepsSchemaOrder() throws {
-        let config = try self.validate("[mqtt]\ntls.insecure = true\n")
+        let config = try self.validate("[mqtt]\ntls.ca_path = \"/certs\"\ntls.insecure = true\n")
         guard case .object(let sections) = config.json else {
             Issue.record("not an object")
             return
         }
         #expect(sections.map(\.0) == ConfigSchema.sections.map(\.name))
         let text = config.json.serialized()
-        #expect(text.contains("\"tls\":{\"ca_file\":null,\"ca_path\":null,\"cert_file\":null,\"key_file\":null,\"insecure\":true}"))
+        #expect(text.contains("\"tls\":{\"ca_file\":null,\"ca_path\":\"/certs\",\"cert_file\":null,\"key_file\":null,\"insecure\":true}"))
+    }
+
+    @Test func insecureWithoutTLSIsAnError() throws {
+        let found = try self.diagnostics("[mqtt]\ntls.insecure = true\n")
+        #expect(found.map(\.position) == [SourcePosition(line: 2, column: 16)])
+        #expect(found.first?.message.hasPrefix("mqtt.tls.insecure: has no effect without TLS") == true)
+        #expect(try self.validate("[mqtt]\ntls.insecure = false\n").mqtt.tls.insecure == false)
     }
 }

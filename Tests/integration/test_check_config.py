@@ -29,11 +29,103 @@ def errors(result):
     return [(int(m["line"]), int(m["col"]), m["message"]) for m in parsed]
 
 
-@pytest.mark.parametrize("name", ["empalinkd.toml", "demo.toml"])
-def test_shipped_configurations_are_valid(binaries, name):
-    result = check(binaries, ROOT / "Config" / name)
+WARNING = re.compile(r"^(?P<path>.+?)(:\d+:\d+)?: warning: (?P<message>.+)$")
+
+
+def make_key(binaries, keyring, devices="*"):
+    """`empalinkctl key add`: stores the hash in `keyring`, returns the key."""
+    made = run([str(binaries / "empalinkctl"), "key", "add", "--devices", devices, "--keyring", str(keyring)])
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip().splitlines()[0]
+
+
+def test_shipped_file_is_valid_and_warns_that_it_connects_nothing(binaries):
+    result = check(binaries, ROOT / "Config" / "empalinkd.toml")
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines and all(WARNING.match(line) for line in lines), lines
+    assert any("no API key" in line and "no wristband will be connected" in line for line in lines), lines
+    assert any("no [[wristband]]" in line for line in lines), lines
+
+
+def test_demo_configuration_is_valid_once_make_demo_made_its_key(binaries, tmp_path):
+    # demo.toml names ../.build/demo/{api-key,keyring.toml}; scripts/demo.sh creates them, as done here.
+    (tmp_path / "Config").mkdir()
+    (tmp_path / ".build" / "demo").mkdir(parents=True)
+    config = tmp_path / "Config" / "demo.toml"
+    config.write_text((ROOT / "Config" / "demo.toml").read_text())
+    key = make_key(binaries, tmp_path / ".build" / "demo" / "keyring.toml")
+    (tmp_path / ".build" / "demo" / "api-key").write_text(key + "\n")
+    result = check(binaries, config)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+def auth_config(tmp_path, key_file, keyring, extra=""):
+    path = tmp_path / "agent.toml"
+    path.write_text(f'[auth]\napi_key_file = "{key_file}"\nkeyring = "{keyring}"\n'
+                    f'[[wristband]]\nserial = "9ff167"\n{extra}')
+    return path
+
+
+def file_error(binaries, path, line, col, fragment):
+    result = check(binaries, path)
+    found = errors(result)
+    assert (line, col, ) in [(l, c) for l, c, _ in found], found
+    assert any(fragment in message for _, _, message in found), (fragment, found)
+    return found
+
+
+def test_missing_or_empty_api_key_file_is_an_error(binaries, tmp_path):
+    keyring = tmp_path / "keyring.toml"
+    make_key(binaries, keyring)
+    path = auth_config(tmp_path, tmp_path / "nope", keyring)
+    file_error(binaries, path, 2, 16, "No such file or directory")
+    (tmp_path / "empty").write_text("\n")
+    path = auth_config(tmp_path, tmp_path / "empty", keyring)
+    file_error(binaries, path, 2, 16, "first line is empty")
+
+
+def test_missing_invalid_or_refusing_keyring_is_an_error(binaries, tmp_path):
+    key = make_key(binaries, tmp_path / "keyring.toml")
+    (tmp_path / "api-key").write_text(key + "\n")
+    path = auth_config(tmp_path, tmp_path / "api-key", tmp_path / "no-keyring.toml")
+    file_error(binaries, path, 3, 11, "cannot read the keyring")
+    (tmp_path / "bad.toml").write_text('[[key]]\nsha256 = "xyz"\n')
+    path = auth_config(tmp_path, tmp_path / "api-key", tmp_path / "bad.toml")
+    file_error(binaries, path, 3, 11, "invalid keyring")
+    make_key(binaries, tmp_path / "other.toml")
+    path = auth_config(tmp_path, tmp_path / "api-key", tmp_path / "other.toml")
+    file_error(binaries, path, 2, 16, "the API key is not in the keyring")
+
+
+def test_unreadable_password_and_certificate_files_are_errors(binaries, tmp_path):
+    path = tmp_path / "agent.toml"
+    path.write_text(f'[mqtt]\nusername = "u"\npassword_file = "{tmp_path}/pw"\ntls.ca_file = "{tmp_path}/ca.pem"\n')
+    found = errors(check(binaries, path))
+    assert (3, 17) in [(l, c) for l, c, _ in found] and (4, 15) in [(l, c) for l, c, _ in found], found
+
+
+def test_key_that_unlocks_no_whitelisted_wristband_only_warns(binaries, tmp_path):
+    key = make_key(binaries, tmp_path / "keyring.toml", devices="a00101")
+    (tmp_path / "api-key").write_text(key + "\n")
+    path = auth_config(tmp_path, tmp_path / "api-key", tmp_path / "keyring.toml")
+    result = check(binaries, path)
+    assert result.returncode == 0, result.stderr
+    assert "warning: wristband 9ff167 is whitelisted but the API key does not unlock it" in result.stderr
+
+
+def test_daemon_exits_2_at_start_on_an_unreadable_api_key_file(binaries, tmp_path):
+    # Exit 1 would be restarted every 5 s by the unit; 2 is RestartPreventExitStatus.
+    keyring = tmp_path / "keyring.toml"
+    make_key(binaries, keyring)
+    path = auth_config(tmp_path, tmp_path / "nope", keyring,
+                       extra=f'[agent]\ncontrol_socket = "{tmp_path}/c.sock"\n[spool]\ndir = "{tmp_path}/spool"\n'
+                             '[mqtt]\nport = 1\n')
+    result = run([str(binaries / "empalinkd"), "--config", str(path)], timeout=20,
+                 env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={tmp_path}/no-bus"))
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "error: auth.api_key_file:" in result.stderr and "No such file or directory" in result.stderr
 
 
 def test_json_is_the_full_defaulted_configuration(binaries, tmp_path):
@@ -62,6 +154,7 @@ def test_json_is_the_full_defaulted_configuration(binaries, tmp_path):
 
 def test_json_resolves_derived_values(binaries, tmp_path):
     (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "ca.pem").write_text("")  # --check-config reads the files the configuration names
     path = tmp_path / "conf" / "agent.toml"
     path.write_text(
         '[agent]\nid = "ward-3"\n[mqtt]\ntls.ca_file = "ca.pem"\n'
@@ -107,6 +200,7 @@ ERROR_CASES = [
      "less than reconnect_initial_s"),
     ("cross-key: segment", "[spool]\nmax_bytes = 1048576\nsegment_bytes = 2097152\n", 3, 17, "larger than spool.max_bytes"),
     ("cross-key: tls pair", '[mqtt]\ntls.cert_file = "/c.pem"\n', 2, 17, "needs tls.key_file"),
+    ("cross-key: insecure without tls", '[mqtt]\ntls.insecure = true\n', 2, 16, "has no effect without TLS"),
     ("socket path too long", '[agent]\ncontrol_socket = "/' + "x" * 120 + '"\n', 2, 18, "at most 107"),
     ("date/time value", "[agent]\nid = 1979-05-27\n", 2, 6, "date"),
     ("bad topic prefix", '[mqtt]\ntopic_prefix = "a/#"\n', 2, 16, "is not a topic prefix"),
