@@ -31,8 +31,10 @@ extension AgentRuntime {
                 ("address", Self.quote(device.address.description)),
                 ("status", Self.quote(device.deviceStatus.rawValue)),
                 ("whitelisted", self.isWhitelisted(device) ? "true" : "false"),
-                ("allowed", device.allowed ? "true" : "false"),
-                ("rssi", device.rssi.map(String.init) ?? "null"),
+                // As on P/A/devices: the key unlocks it and it is whitelisted.
+                ("allowed", device.allowed && self.isWhitelisted(device) ? "true" : "false"),
+                // bluetoothd does not refresh RSSI over a link: null while connected, as P/A/S/status says.
+                ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
                 ("battery", device.batteryLevel.map { Self.number(Double($0), decimals: 2) } ?? "null"),
                 ("label", Self.quote(self.wristband(for: device)?.label ?? "")),
                 ("last_error", device.lastError.map { Self.quote($0.description) } ?? "null"),

@@ -53,7 +53,8 @@ extension AgentRuntime {
             (device.serialNumber, Self.object([
                 ("address", Self.quote(device.address.description)),
                 ("name", Self.quote(device.name)),
-                ("rssi", device.rssi.map(String.init) ?? "null"),
+                // The advertisement's RSSI; null while connected (bluetoothd does not refresh it over a link).
+                ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
                 ("allowed", device.allowed && self.isWhitelisted(device) ? "true" : "false"),
             ]))
         }
