@@ -47,6 +47,7 @@ final class Outbox {
             if outcome.isDelivered { self.acknowledged &+= 1 }
         }
         spool?.onReplayReady = { [weak self] in self?.replay() }
+        spool?.onWriteError = { [logger] line in logger.error(line) }
     }
 
     /// The spool key of a device's stream (`nil` without a spool).

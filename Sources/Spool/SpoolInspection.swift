@@ -24,6 +24,8 @@ public struct SpoolInspection: Equatable, Sendable {
     public var directory: String
     public var segments: [Segment] = []
     public var cursor = SpoolRecoveryReport.CursorState.missing
+    /// Why the cursor is unreadable (``SpoolRecoveryReport/cursorProblem``).
+    public var cursorProblem: String?
     public var ledger: SpoolLedger?
     public var records = 0
     /// Valid records the ledger does not mark acknowledged.
@@ -54,7 +56,7 @@ public struct SpoolInspection: Equatable, Sendable {
     /// corrupt.
     public var isDamaged: Bool {
         self.lostBytes > 0 || self.missingRecords > 0 || self.segments.contains(where: \.unreadable)
-            || self.cursor == .corrupt
+            || self.cursor == .corrupt || self.cursor == .unreadable
     }
 
     /// Scans `directory`.
@@ -68,6 +70,9 @@ public struct SpoolInspection: Equatable, Sendable {
             inspection.ledger = ledger
         case .missing: inspection.cursor = .missing
         case .corrupt: inspection.cursor = .corrupt
+        case .unreadable(let why):
+            inspection.cursor = .unreadable
+            inspection.cursorProblem = why
         }
         let ledger = inspection.ledger ?? SpoolLedger()
         var streamIndex: [String: Int] = [:]

@@ -244,7 +244,7 @@ final class SpoolWriter: @unchecked Sendable {
             if self.currentFD == nil {
                 let fd = try FileDescriptor.open(
                     SpoolDirectory.segmentPath(self.directory, self.currentSegment),
-                    flags: O_WRONLY | O_CREAT, mode: 0o600
+                    flags: O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o600
                 )
                 self.currentFD = fd
                 self.directoryDirty = true
@@ -371,7 +371,8 @@ final class SpoolWriter: @unchecked Sendable {
         } catch {
             // Kept for the next round; an older ledger on disk only means more duplicates after a crash.
             self.count(error)
-            self.report(.error(error, "writing the spool cursor failed"))
+            let hint = error == .isDirectory ? " (a non-empty directory is in the way: move it)" : ""
+            self.report(.error(error, "writing the cursor \(self.directory)/\(SpoolLedger.fileName) failed\(hint)"))
         }
     }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -19,6 +20,10 @@
 
 /// `open(2)` without the variadic mode argument (Swift cannot call variadic C functions).
 int clinux_open(const char *path, int flags, mode_t mode);
+
+/// `flock(2)` and `stat(2)`, which Swift hides behind `struct flock` and `struct stat` of the same names.
+static inline int clinux_flock(int fd, int operation) { return flock(fd, operation); }
+static inline int clinux_stat(const char *path, struct stat *info) { return stat(path, info); }
 
 /// `fcntl(fd, cmd, arg)` with an int argument.
 int clinux_fcntl_int(int fd, int cmd, int arg);
