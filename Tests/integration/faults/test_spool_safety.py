@@ -8,8 +8,8 @@
 
 The agents here have no Bluetooth (no bus, no API key) and no broker: what is tested happens before either.
 """
+import os
 import pathlib
-import subprocess
 import time
 
 from faultrig import Agent, Processes, bin_dir, free_port, make_work, remove_work, wait_until
@@ -70,7 +70,9 @@ def test_a_second_agent_on_one_configuration_refuses_to_start_and_the_first_keep
 
         # The same configuration file: same control socket, same spool, same client id.
         log = work / "second.log"
-        second = processes.start([bin_dir() / "empalinkd", "--config", first.config], log=log)
+        env = {key: value for key, value in os.environ.items() if key not in ("JOURNAL_STREAM", "NOTIFY_SOCKET")}
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = first.bus_address
+        second = processes.start([bin_dir() / "empalinkd", "--config", first.config], log=log, env=env)
         code = wait_exit(second, 10)
         output = log.read_text(errors="replace")
         assert code == 1, f"the second empalinkd kept running (exit {code}):\n{output}"
