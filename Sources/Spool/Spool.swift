@@ -173,6 +173,8 @@ public final class Spool: @unchecked Sendable {
         }
         bridge.attach(self)
         self.advanceLowWatermark()
+        // Recovery read whole segments and listed every record: give that memory back before the agent runs.
+        self.releaseFreedMemory()
         let writer = self.writer
         do throws(Errno) {
             self.thread = try PosixThread.spawn(name: "spool-writer") { writer.run() }

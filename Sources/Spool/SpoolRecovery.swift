@@ -194,8 +194,17 @@ struct SpoolRecovery {
             report.unreadableSegments += 1
             return nil
         }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
-        defer { buffer.deallocate() }
+        // Its own mapping, not malloc's: a freed multi-megabyte malloc chunk raises glibc's mmap threshold, so the
+        // next segment's buffer came from the heap and recovery left the process megabytes bigger for good.
+        let length = max(size, 1)
+        guard let mapped = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              mapped != MAP_FAILED
+        else {
+            report.unreadableSegments += 1
+            return nil
+        }
+        defer { munmap(mapped, length) }
+        let buffer = UnsafeMutableRawBufferPointer(start: mapped, count: length)
         guard let count = try? fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<size]), at: 0),
               count == size
         else {
