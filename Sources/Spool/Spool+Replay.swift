@@ -75,13 +75,18 @@ extension Spool {
         }
     }
 
-    /// Hands memory freed since the last call back to the system (`malloc_trim(0)`, every malloc arena, the
-    /// writer thread's included): after recovery, and when a replay has drained the spool.
+    /// Hands memory freed since the last call back to the system: after recovery, and when a replay has drained
+    /// the spool. `malloc_trim(0)` (every malloc arena, the writer thread's included), the ring's pages when it is
+    /// empty, and the writer's 1 MiB write and read buffers (on the writer thread, between its rounds).
     ///
     /// A replay allocates each record's topic and message on the writer thread and frees them on the loop; glibc
     /// keeps the freed chunks in the writer's arena and the main heap, so without this the process stays at its
     /// peak for good. Costs a walk of the free lists (well under a millisecond here): never call it per record.
     public func releaseFreedMemory() {
+        self.eventLoop.assertInEventLoop()
+        guard !self.isClosed else { return }
+        self.ring.discardPagesIfEmpty()
+        self.writer.post { $0.releaseMemory = true }
         _ = clinux_malloc_trim(0)
     }
 

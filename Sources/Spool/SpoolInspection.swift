@@ -17,7 +17,7 @@ public struct SpoolInspection: Equatable, Sendable {
         public var lostBytes: Int
         /// Corrupt regions, the torn tail included.
         public var damagedRegions: Int
-        /// Unreadable (`EIO`, permissions, too large).
+        /// Unreadable (`EIO`, permissions, too large) or not a regular file with one link (a planted link).
         public var unreadable: Bool
     }
 
@@ -84,8 +84,13 @@ public struct SpoolInspection: Equatable, Sendable {
             )
             let bytes: [UInt8]
             do throws(Errno) {
-                bytes = try readFile(atPath: SpoolDirectory.segmentPath(directory, number),
-                                     limit: SpoolRecovery.maxSegmentFileSize)
+                // As recovery: never follow a planted link or read a FIFO or device (it would be skipped there).
+                let fd = try FileDescriptor.open(SpoolDirectory.segmentPath(directory, number),
+                                                 flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+                defer { fd.close() }
+                let status = try fd.status()
+                guard status.kind == .regular, status.links == 1 else { throw Errno(rawValue: EINVAL) }
+                bytes = try fd.readToEnd(limit: SpoolRecovery.maxSegmentFileSize)
             } catch {
                 segment.unreadable = true
                 inspection.segments.append(segment)

@@ -151,6 +151,12 @@ final class SpoolWriter: @unchecked Sendable {
             if let ledger = work.ledger { self.pendingLedger = ledger }
             self.drainRing()
             if let request = work.read { self.serve(request) }
+            if work.releaseMemory {
+                // Both buffers are scratch between calls: drainRing flushed the write buffer, serve is done.
+                discardPages(self.writeBuffer)
+                discardPages(self.readBuffer)
+                _ = clinux_malloc_trim(0)
+            }
             let now = clinux_monotonic_nanoseconds()
             let force = work.syncRequested || work.stop
             if let since = self.dirtySince, force || now >= since &+ self.fsyncIntervalNanoseconds {

@@ -56,6 +56,11 @@ struct SpoolSafetyTests {
         #expect(report.summary.contains("1 not regular files, left alone: 00000000000000000009.seg"))
         #expect(report.pendingRecords == 20, "the real segment's records are still recovered")
         #expect(report.lostBytes == 0 && report.truncatedBytes == 0)
+
+        // `empalinkctl spool inspect` does not follow it either: the name is listed as unreadable.
+        let inspection = try SpoolInspection.inspect(directory: directory.path)
+        #expect(inspection.segments.first(where: { $0.number == 9 })?.unreadable == true)
+        #expect(inspection.records == 20)
     }
 
     @Test func recoveryLeavesAHardLinkedSegmentAlone() throws {
