@@ -23,6 +23,9 @@ public final class AgentRuntime {
     let notifier = SystemdNotifier()
     let mqtt: MQTTClient
     let outbox: Outbox
+    /// The instance lock beside the control socket, held for the process's life
+    /// (``lockInstance(controlSocket:logger:)``).
+    let instanceLock: FileLock?
     /// The buffer every message is formatted into (one message at a time, on the loop thread).
     let json = JSONBuffer(capacity: 64 << 10)
     /// `P/A`.
@@ -65,6 +68,7 @@ public final class AgentRuntime {
         self.mode = configuration.bluetooth.mode
         self.enabledStreams = Set(configuration.publish.streams.compactMap(StreamKind.init(rawValue:)))
         self.topicBase = configuration.mqtt.topicPrefix + "/" + configuration.agent.id
+        self.instanceLock = try Self.lockInstance(controlSocket: configuration.agent.controlSocket, logger: logger)
         do {
             self.loop = try EventLoop()
         } catch {
@@ -79,9 +83,11 @@ public final class AgentRuntime {
         var spool: Spool?
         do {
             let opened = try Spool(options: SpoolOptions(configuration.spool), eventLoop: self.loop)
-            logger.info("spool \(configuration.spool.directory): \(opened.recovery.summary)")
+            let line = "spool \(configuration.spool.directory): \(opened.recovery.summary)"
+            if opened.recovery.isDamaged { logger.warn(line) } else { logger.info(line) }
             spool = opened
         } catch {
+            try Self.refuseSharedSpool(error)
             // Without a spool the agent still forwards live data; what the broker cannot take is counted as dropped.
             logger.error("spool \(configuration.spool.directory) unavailable, data the broker cannot take will be "
                              + "dropped: \(error)")

@@ -32,6 +32,8 @@ final class Outbox {
     private(set) var acknowledged: UInt64 = 0
     private(set) var spooled: UInt64 = 0
     private(set) var replayed: UInt64 = 0
+    /// ``replayed`` when the spool last released freed memory.
+    private var replayedAtLastTrim: UInt64 = 0
     private(set) var dropped: UInt64 = 0
     private(set) var oversized: UInt64 = 0
     /// Control-plane messages the broker could not take at once.
@@ -51,6 +53,7 @@ final class Outbox {
             if !self.control.isEmpty { self.flushControl() }
         }
         spool?.onReplayReady = { [weak self] in self?.replay() }
+        spool?.onWriteError = { [logger] line in logger.error(line) }
     }
 
     /// The spool key of a device's stream (`nil` without a spool).
@@ -180,6 +183,11 @@ final class Outbox {
             // Everything spooled has been acknowledged: stop ticking until something is spooled again.
             if let timer = self.replayTimer { self.loop.cancel(timer) }
             self.replayTimer = nil
+            if self.replayed != self.replayedAtLastTrim {
+                // A replay ran: what it allocated is free now; hand it back (not after every write-ahead ack).
+                self.replayedAtLastTrim = self.replayed
+                spool.releaseFreedMemory()
+            }
             return
         }
         let free = self.mqtt.options.maxInflight - self.mqtt.inflightCount

@@ -105,7 +105,7 @@ public enum SpoolCommand: CtlCommand {
         if let newest = inspection.newest {
             lines.append("newest: \(Self.utc(newest.timestamp)) (seq \(newest.sequence))")
         }
-        var cursor = "cursor: \(inspection.cursor.rawValue)"
+        var cursor = "cursor: \(inspection.cursor.rawValue)" + (inspection.cursorProblem.map { " (\($0))" } ?? "")
         if let ledger = inspection.ledger {
             cursor += " (acknowledged below \(ledger.acknowledgedBelow), \(ledger.acknowledged.count) more listed, "
                 + "next sequence \(ledger.nextSequence))"
@@ -137,6 +137,9 @@ public enum SpoolCommand: CtlCommand {
         if unreadable > 0 { problems.append("\(unreadable) segments unreadable") }
         if inspection.missingRecords > 0 { problems.append("up to \(inspection.missingRecords) records missing") }
         if inspection.cursor == .corrupt { problems.append("cursor corrupt (everything would be replayed)") }
+        if inspection.cursor == .unreadable {
+            problems.append("cursor unreadable: \(inspection.cursorProblem ?? "?") (everything would be replayed)")
+        }
         return "spool: DAMAGED: " + problems.joined(separator: "; ") + " (\(counts))"
     }
 

@@ -38,9 +38,19 @@ public final class Spool: @unchecked Sendable {
     public let recovery: SpoolRecoveryReport
     /// Called on the loop when read-ahead delivered records to replay, so the agent can pull without polling.
     public var onReplayReady: (() -> Void)?
+    /// Called on the loop with one line for the log when a write-side error happens (a batch lost, an `fsync`, the
+    /// cursor or a segment delete failed): the first at once, then at most one per ``writeErrorLogInterval``
+    /// carrying the count of those in between. Every error is counted in ``metrics`` either way.
+    public var onWriteError: ((String) -> Void)?
+    /// The least time between two ``onWriteError`` lines.
+    public static let writeErrorLogInterval = Duration.seconds(30)
+    var lastWriteErrorLine: MonotonicInstant?
+    var suppressedWriteErrors = 0
 
     let ring: SpoolRing
     let writer: SpoolWriter
+    /// The spool directory's `flock`, held from before recovery until ``close()``.
+    let lock: FileLock
     var thread: PosixThread?
     var isClosed = false
 
@@ -87,8 +97,8 @@ public final class Spool: @unchecked Sendable {
     /// Call on `eventLoop`'s owner thread, typically before ``EventLoop/run()``. Recovery reads every segment
     /// and may take a while on a large spool; it never fails because of what it reads.
     ///
-    /// - Throws: ``SpoolError`` when the directory cannot be created or listed, the options are out of range, or
-    ///   the writer thread cannot start.
+    /// - Throws: ``SpoolError`` when the directory cannot be created, opened or listed (`.directory`), another
+    ///   process holds its lock (`.locked`), the options are out of range, or the writer thread cannot start.
     public init(options: SpoolOptions, eventLoop: EventLoop) throws(SpoolError) {
         eventLoop.assertInEventLoop()
         guard options.maxBytes > 0, options.segmentBytes > 0, options.replayRate > 0,
@@ -96,6 +106,10 @@ public final class Spool: @unchecked Sendable {
         else {
             throw SpoolError(.invalidOptions, "spool options out of range")
         }
+        try SpoolRecovery.makeDirectories(options.directory)
+        // Before recovery touches anything: a second agent's recovery would cut the first one's growing segment
+        // as a "torn tail", and two writers would interleave one spool.
+        self.lock = try Self.lock(options.directory)
         let recovered = try SpoolRecovery.run(directory: options.directory)
         self.options = options
         self.eventLoop = eventLoop
@@ -159,6 +173,8 @@ public final class Spool: @unchecked Sendable {
         }
         bridge.attach(self)
         self.advanceLowWatermark()
+        // Recovery read whole segments and listed every record: give that memory back before the agent runs.
+        self.releaseFreedMemory()
         let writer = self.writer
         do throws(Errno) {
             self.thread = try PosixThread.spawn(name: "spool-writer") { writer.run() }
@@ -263,6 +279,20 @@ public final class Spool: @unchecked Sendable {
         self.writer.post { $0.stop = true }
         self.thread?.join()
         self.thread = nil
+        self.lock.release()
+    }
+
+    /// Takes the directory's exclusive lock without waiting.
+    static func lock(_ directory: String) throws(SpoolError) -> FileLock {
+        do throws(Errno) {
+            return try FileLock(path: directory, createFile: false)
+        } catch {
+            guard error == .wouldBlock else {
+                throw SpoolError(.directory, "cannot open spool directory \(directory)", errno: error)
+            }
+            throw SpoolError(.locked, "spool directory \(directory) is in use by another process (is another "
+                                 + "empalinkd running with this spool.dir?)")
+        }
     }
 }
 

@@ -17,13 +17,15 @@ public struct SpoolInspection: Equatable, Sendable {
         public var lostBytes: Int
         /// Corrupt regions, the torn tail included.
         public var damagedRegions: Int
-        /// Unreadable (`EIO`, permissions, too large).
+        /// Unreadable (`EIO`, permissions, too large) or not a regular file with one link (a planted link).
         public var unreadable: Bool
     }
 
     public var directory: String
     public var segments: [Segment] = []
     public var cursor = SpoolRecoveryReport.CursorState.missing
+    /// Why the cursor is unreadable (``SpoolRecoveryReport/cursorProblem``).
+    public var cursorProblem: String?
     public var ledger: SpoolLedger?
     public var records = 0
     /// Valid records the ledger does not mark acknowledged.
@@ -54,7 +56,7 @@ public struct SpoolInspection: Equatable, Sendable {
     /// corrupt.
     public var isDamaged: Bool {
         self.lostBytes > 0 || self.missingRecords > 0 || self.segments.contains(where: \.unreadable)
-            || self.cursor == .corrupt
+            || self.cursor == .corrupt || self.cursor == .unreadable
     }
 
     /// Scans `directory`.
@@ -68,6 +70,9 @@ public struct SpoolInspection: Equatable, Sendable {
             inspection.ledger = ledger
         case .missing: inspection.cursor = .missing
         case .corrupt: inspection.cursor = .corrupt
+        case .unreadable(let why):
+            inspection.cursor = .unreadable
+            inspection.cursorProblem = why
         }
         let ledger = inspection.ledger ?? SpoolLedger()
         var streamIndex: [String: Int] = [:]
@@ -79,8 +84,13 @@ public struct SpoolInspection: Equatable, Sendable {
             )
             let bytes: [UInt8]
             do throws(Errno) {
-                bytes = try readFile(atPath: SpoolDirectory.segmentPath(directory, number),
-                                     limit: SpoolRecovery.maxSegmentFileSize)
+                // As recovery: never follow a planted link or read a FIFO or device (it would be skipped there).
+                let fd = try FileDescriptor.open(SpoolDirectory.segmentPath(directory, number),
+                                                 flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+                defer { fd.close() }
+                let status = try fd.status()
+                guard status.kind == .regular, status.links == 1 else { throw Errno(rawValue: EINVAL) }
+                bytes = try fd.readToEnd(limit: SpoolRecovery.maxSegmentFileSize)
             } catch {
                 segment.unreadable = true
                 inspection.segments.append(segment)

@@ -106,29 +106,51 @@ public struct SpoolLedger: Equatable, Sendable {
     /// What ``read(directory:)`` found.
     public enum ReadResult: Equatable, Sendable {
         case missing
-        /// Unreadable or invalid: recovery treats it as "nothing acknowledged".
+        /// Invalid contents: recovery treats it as "nothing acknowledged".
         case corrupt
+        /// Cannot be read, or not a regular file (a symbolic link, a directory, …), with why: treated like
+        /// ``corrupt``, and never followed.
+        case unreadable(String)
         case valid(SpoolLedger)
     }
 
     /// Reads the ledger of a spool directory; never throws: every failure is an outcome.
+    ///
+    /// The file is opened with `O_NOFOLLOW` and checked with `fstat`: a symbolic link or anything but a regular
+    /// file is reported as ``ReadResult/unreadable(_:)``, not read.
     public static func read(directory: String) -> ReadResult {
+        let path = directory + "/" + Self.fileName
+        let fd: FileDescriptor
         do throws(Errno) {
-            let path = directory + "/" + Self.fileName
-            let bytes = try readFile(atPath: path, limit: Self.fileSize(listing: Self.maxListed))
+            fd = try FileDescriptor.open(path, flags: O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        } catch {
+            if error == .noSuchFileOrDirectory { return .missing }
+            if error == Errno(rawValue: ELOOP) { return .unreadable("a symbolic link, not followed") }
+            return .unreadable("\(error)")
+        }
+        defer { fd.close() }
+        do throws(Errno) {
+            let status = try fd.status()
+            guard status.kind == .regular else { return .unreadable("a \(status.kind.rawValue), not a file") }
+            let bytes = try fd.readToEnd(limit: Self.fileSize(listing: Self.maxListed))
             return Self.decode(bytes).map { .valid($0) } ?? .corrupt
         } catch {
-            return error == .noSuchFileOrDirectory ? .missing : .corrupt
+            return .unreadable("\(error)")
         }
     }
 
     /// Replaces the ledger file atomically: write a temporary file, fsync it, rename it over the old one, fsync
     /// the directory. A crash at any point leaves either the old or the new ledger, never a mix.
     ///
-    /// - Throws: ``Errno`` (`ENOSPC`, `EIO`); the old ledger stays in place.
+    /// An empty directory in the cursor's place is removed first (the write repairs it); anything else in the way
+    /// fails the write.
+    ///
+    /// - Throws: ``Errno`` (`ENOSPC`, `EIO`, `EISDIR` for a non-empty directory named `cursor`); the old ledger
+    ///   stays in place.
     public func write(directory: String) throws(Errno) {
         let temporary = directory + "/" + Self.temporaryName
-        let fd = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        // O_NOFOLLOW: a symbolic link planted as the temporary file must not have its target truncated.
+        let fd = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
         do throws(Errno) {
             let bytes = self.encoded()
             let result: Result<Void, Errno> = bytes.withUnsafeBytes { raw in
@@ -147,7 +169,17 @@ public struct SpoolLedger: Equatable, Sendable {
             try? FileSystem.removeFile(temporary)
             throw error
         }
-        try FileSystem.rename(temporary, to: directory + "/" + Self.fileName)
+        let path = directory + "/" + Self.fileName
+        do throws(Errno) {
+            try FileSystem.rename(temporary, to: path)
+        } catch {
+            // A directory where the cursor belongs: repair it when it is empty; a full one is not ours to delete.
+            guard error == .isDirectory, Glibc.rmdir(path) == 0 else {
+                try? FileSystem.removeFile(temporary)
+                throw error
+            }
+            try FileSystem.rename(temporary, to: path)
+        }
         try FileSystem.syncDirectory(directory)
     }
 

@@ -45,6 +45,10 @@ struct SpoolRecovery {
         case .corrupt:
             ledger = SpoolLedger()
             recovery.report.cursor = .corrupt
+        case .unreadable(let why):
+            ledger = SpoolLedger()
+            recovery.report.cursor = .unreadable
+            recovery.report.cursorProblem = why
         }
         let numbers: [UInt64]
         do throws(Errno) {
@@ -147,28 +151,60 @@ struct SpoolRecovery {
 
     /// Reads and scans one segment, truncating its torn tail.
     ///
-    /// - Returns: `nil` when the file cannot be read (counted as unreadable and left alone).
+    /// A segment name that is not a regular file with one link (a symbolic link, a hard link to a file elsewhere,
+    /// a directory, a FIFO, a device) was not written by the spool: it is skipped and reported, never read,
+    /// truncated or deleted. It is opened with `O_NOFOLLOW` and checked with `fstat`, so nothing can be swapped in
+    /// between the check and the use.
+    ///
+    /// - Returns: `nil` when the file cannot be read (counted as unreadable and left alone) or is skipped.
     static func readSegment(directory: String, number: UInt64, report: inout SpoolRecoveryReport) -> ScannedSegment? {
         let path = SpoolDirectory.segmentPath(directory, number)
+        let name = SpoolDirectory.segmentName(number)
         let fd: FileDescriptor
         var writable = true
+        // O_NONBLOCK: opening a FIFO must not wait for a writer; it has no effect on regular files.
+        let flags = O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
         do throws(Errno) {
-            fd = try FileDescriptor.open(path, flags: O_RDWR)
+            fd = try FileDescriptor.open(path, flags: O_RDWR | flags)
         } catch {
-            guard let readOnly = try? FileDescriptor.open(path, flags: O_RDONLY) else {
-                report.unreadableSegments += 1
+            do throws(Errno) {
+                fd = try FileDescriptor.open(path, flags: O_RDONLY | flags)
+                writable = false
+            } catch {
+                if error == Errno(rawValue: ELOOP) {
+                    report.skippedFiles.append("\(name) (\(FileStatus.Kind.symbolicLink.rawValue))")
+                } else {
+                    report.unreadableSegments += 1
+                }
                 return nil
             }
-            fd = readOnly
-            writable = false
         }
         defer { fd.close() }
-        guard let size = try? fd.size(), size <= Self.maxSegmentFileSize else {
+        guard let status = try? fd.status() else {
             report.unreadableSegments += 1
             return nil
         }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 16)
-        defer { buffer.deallocate() }
+        guard status.kind == .regular, status.links == 1 else {
+            let what = status.kind == .regular ? "regular file with \(status.links) links" : status.kind.rawValue
+            report.skippedFiles.append("\(name) (\(what))")
+            return nil
+        }
+        let size = status.size
+        guard size <= Self.maxSegmentFileSize else {
+            report.unreadableSegments += 1
+            return nil
+        }
+        // Its own mapping, not malloc's: a freed multi-megabyte malloc chunk raises glibc's mmap threshold, so the
+        // next segment's buffer came from the heap and recovery left the process megabytes bigger for good.
+        let length = max(size, 1)
+        guard let mapped = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              mapped != MAP_FAILED
+        else {
+            report.unreadableSegments += 1
+            return nil
+        }
+        defer { munmap(mapped, length) }
+        let buffer = UnsafeMutableRawBufferPointer(start: mapped, count: length)
         guard let count = try? fd.readFully(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<size]), at: 0),
               count == size
         else {
@@ -193,14 +229,29 @@ struct SpoolRecovery {
     }
 
     /// `mkdir -p` with mode 0700 for what it creates.
+    ///
+    /// An existing component must be a directory (or a symbolic link to one): anything else is reported as what it
+    /// is, not as mkdir's "File exists".
     static func makeDirectories(_ path: String) throws(SpoolError) {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            do throws(Errno) {
-                try FileSystem.makeDirectory(prefix, mode: 0o700)
-            } catch {
+            if Glibc.mkdir(prefix, 0o700) == 0 { continue }
+            let error = Errno.current
+            guard error == .fileExists else {
                 throw SpoolError(.directory, "cannot create spool directory \(prefix)", errno: error)
+            }
+            let status: FileStatus
+            do throws(Errno) {
+                status = try FileStatus.of(prefix, following: true)
+            } catch {
+                let what = error == .noSuchFileOrDirectory ? "a symbolic link to nothing" : "not reachable"
+                throw SpoolError(.directory, "spool directory path \(prefix) is \(what)", errno: error)
+            }
+            guard status.kind == .directory else {
+                throw SpoolError(
+                    .directory, "spool directory path \(prefix) is a \(status.kind.rawValue), not a directory"
+                )
             }
         }
     }

@@ -4,8 +4,10 @@ public struct SpoolRecoveryReport: Equatable, Sendable {
     public enum CursorState: String, Equatable, Sendable {
         case valid
         case missing
-        /// Unreadable or invalid: treated as "nothing acknowledged", so everything is replayed again.
+        /// Invalid contents: treated as "nothing acknowledged", so everything is replayed again.
         case corrupt
+        /// Cannot be read, or not a regular file (``cursorProblem`` says why): treated like ``corrupt``.
+        case unreadable
     }
 
     /// Segment files found.
@@ -29,20 +31,26 @@ public struct SpoolRecoveryReport: Equatable, Sendable {
     public var missingRecords: UInt64 = 0
     /// Segment files that could not be read (`EIO`, …) and were left alone.
     public var unreadableSegments = 0
+    /// Segment names that are not regular files with one link (symbolic links, hard links, directories, …), as
+    /// "NAME (what it is)": not written by the spool, so skipped and left alone, never truncated or deleted.
+    public var skippedFiles: [String] = []
     /// Fully acknowledged segments deleted at start.
     public var deletedSegments = 0
     public var cursor = CursorState.missing
+    /// Why the cursor is ``CursorState/unreadable``, e.g. "Permission denied" or "a directory, not a file".
+    public var cursorProblem: String?
 
     /// Whether anything was lost or damaged.
     public var isDamaged: Bool {
         self.lostBytes > 0 || self.missingSegments > 0 || self.missingRecords > 0 || self.unreadableSegments > 0
-            || self.cursor == .corrupt
+            || self.cursor == .corrupt || self.cursor == .unreadable || !self.skippedFiles.isEmpty
     }
 
     /// One line for the log.
     public var summary: String {
         var text = "\(self.segments) segments, \(self.records) records (\(self.pendingRecords) pending), "
             + "\(self.bytes) bytes; cursor \(self.cursor.rawValue)"
+            + (self.cursorProblem.map { " (\($0))" } ?? "")
         if self.lostBytes > 0 {
             text += "; lost \(self.lostBytes) bytes in \(self.corruptRegions) corrupt regions"
                 + " (\(self.truncatedBytes) truncated)"
@@ -50,6 +58,11 @@ public struct SpoolRecoveryReport: Equatable, Sendable {
         if self.missingSegments > 0 { text += "; \(self.missingSegments) segments missing" }
         if self.missingRecords > 0 { text += "; up to \(self.missingRecords) records missing" }
         if self.unreadableSegments > 0 { text += "; \(self.unreadableSegments) segments unreadable" }
+        if !self.skippedFiles.isEmpty {
+            let listed = self.skippedFiles.prefix(4).joined(separator: ", ")
+                + (self.skippedFiles.count > 4 ? ", …" : "")
+            text += "; \(self.skippedFiles.count) not regular files, left alone: \(listed)"
+        }
         return text
     }
 }

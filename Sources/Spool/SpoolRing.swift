@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// A fixed-capacity single-producer, single-consumer byte ring: the event-loop thread appends frames, the writer
@@ -73,6 +76,15 @@ final class SpoolRing: Sendable {
         self.head.store(self.head.load(ordering: .relaxed) + count, ordering: .releasing)
     }
 
+    /// Producer: when the ring is empty, hands its pages back to the kernel (`madvise(MADV_DONTNEED)`); they come
+    /// back zero-filled when next written. An outage fills the whole ring once, and without this its pages stay
+    /// resident for good. Safe without a lock: the consumer reads only between head and tail, and an empty ring
+    /// has nothing there until this thread pushes again.
+    func discardPagesIfEmpty() {
+        guard self.tail.load(ordering: .relaxed) == self.head.load(ordering: .acquiring) else { return }
+        discardPages(UnsafeMutableRawBufferPointer(start: self.storage, count: self.capacity))
+    }
+
     private func copyIn(_ bytes: UnsafeRawBufferPointer, at position: Int) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         let index = position & self.mask
@@ -82,4 +94,17 @@ final class SpoolRing: Sendable {
             self.storage.copyMemory(from: source + firstCount, byteCount: bytes.count - firstCount)
         }
     }
+}
+
+/// Gives the whole pages inside `buffer` back to the kernel (`madvise(MADV_DONTNEED)`): their
+/// contents read as zero afterwards. For scratch buffers no one is using; the partial pages at either end (shared
+/// with malloc's bookkeeping) are left alone.
+func discardPages(_ buffer: UnsafeMutableRawBufferPointer) {
+    guard let base = buffer.baseAddress else { return }
+    let count = buffer.count
+    let page = max(4096, Int(sysconf(CInt(_SC_PAGESIZE))))
+    let start = (Int(bitPattern: base) + page - 1) & ~(page - 1)
+    let end = (Int(bitPattern: base) + count) & ~(page - 1)
+    guard end > start, let aligned = UnsafeMutableRawPointer(bitPattern: start) else { return }
+    _ = madvise(aligned, end - start, MADV_DONTNEED)
 }

@@ -26,7 +26,7 @@ extension SpoolWriter {
             }
             if self.readerFD == nil {
                 self.readerFD = try? FileDescriptor.open(
-                    SpoolDirectory.segmentPath(self.directory, segment), flags: O_RDONLY
+                    SpoolDirectory.segmentPath(self.directory, segment), flags: O_RDONLY | O_NOFOLLOW
                 )
             }
             let fileEnd: Int

@@ -151,6 +151,12 @@ final class SpoolWriter: @unchecked Sendable {
             if let ledger = work.ledger { self.pendingLedger = ledger }
             self.drainRing()
             if let request = work.read { self.serve(request) }
+            if work.releaseMemory {
+                // Both buffers are scratch between calls: drainRing flushed the write buffer, serve is done.
+                discardPages(self.writeBuffer)
+                discardPages(self.readBuffer)
+                _ = clinux_malloc_trim(0)
+            }
             let now = clinux_monotonic_nanoseconds()
             let force = work.syncRequested || work.stop
             if let since = self.dirtySince, force || now >= since &+ self.fsyncIntervalNanoseconds {
@@ -244,7 +250,7 @@ final class SpoolWriter: @unchecked Sendable {
             if self.currentFD == nil {
                 let fd = try FileDescriptor.open(
                     SpoolDirectory.segmentPath(self.directory, self.currentSegment),
-                    flags: O_WRONLY | O_CREAT, mode: 0o600
+                    flags: O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o600
                 )
                 self.currentFD = fd
                 self.directoryDirty = true
@@ -371,7 +377,8 @@ final class SpoolWriter: @unchecked Sendable {
         } catch {
             // Kept for the next round; an older ledger on disk only means more duplicates after a crash.
             self.count(error)
-            self.report(.error(error, "writing the spool cursor failed"))
+            let hint = error == .isDirectory ? " (a non-empty directory is in the way: move it)" : ""
+            self.report(.error(error, "writing the cursor \(self.directory)/\(SpoolLedger.fileName) failed\(hint)"))
         }
     }
 

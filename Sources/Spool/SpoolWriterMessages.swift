@@ -10,10 +10,13 @@ struct SpoolWriterCommands: Sendable {
     var read: SpoolReadRequest?
     /// Drain, commit and write the ledger now, then signal the waiting thread.
     var syncRequested = false
+    /// Hand the write and read buffers' pages and the thread's freed malloc memory back to the kernel.
+    var releaseMemory = false
     var stop = false
 
     var isEmpty: Bool {
         self.deleteSegments.isEmpty && self.ledger == nil && self.read == nil && !self.syncRequested && !self.stop
+            && !self.releaseMemory
     }
 }
 

@@ -4,11 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -19,6 +21,13 @@
 
 /// `open(2)` without the variadic mode argument (Swift cannot call variadic C functions).
 int clinux_open(const char *path, int flags, mode_t mode);
+
+/// `flock(2)` and `stat(2)`, which Swift hides behind `struct flock` and `struct stat` of the same names.
+static inline int clinux_flock(int fd, int operation) { return flock(fd, operation); }
+static inline int clinux_stat(const char *path, struct stat *info) { return stat(path, info); }
+
+/// `malloc_trim(3)`: returns freed memory of every malloc arena to the kernel (glibc; not in Swift's Glibc module).
+static inline int clinux_malloc_trim(size_t pad) { return malloc_trim(pad); }
 
 /// `fcntl(fd, cmd, arg)` with an int argument.
 int clinux_fcntl_int(int fd, int cmd, int arg);
