@@ -106,30 +106,58 @@ def test_ctl_against_an_agent_that_never_answers_says_no_reply(tmp_path, binarie
     assert 4.5 <= elapsed < 10
 
 
-def test_a_second_agent_leaves_the_running_agents_control_socket_alone(rig):
-    # Its own agent id, spool and MQTT identity, the same control socket: only the socket is contested here.
-    config = rig.tmp / "second.toml"
-    text = rig.config_text(whitelist=[]).replace(f'id = "{AGENT}"', 'id = "second"')
-    config.write_text(text.replace(str(rig.tmp / "spool"), str(rig.tmp / "spool-second")))
+def second_agent(rig, name, socket_path=None):
+    """Starts another empalinkd on the rig's bus: its own id, spool and MQTT identity; the rig's control socket
+    unless `socket_path` is given. Returns the process and its log's path."""
+    config = rig.tmp / f"{name}.toml"
+    text = rig.config_text(whitelist=[]).replace(f'id = "{AGENT}"', f'id = "{name}"')
+    text = text.replace(str(rig.tmp / "spool"), str(rig.tmp / f"spool-{name}"))
+    if socket_path is not None:
+        text = text.replace(str(rig.control_socket), str(socket_path))
+    config.write_text(text)
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=rig.bus_address)
     env.pop("NOTIFY_SOCKET", None)
-    log_path = rig.tmp / "second.log"
+    log_path = rig.tmp / f"{name}.log"
     with open(log_path, "w") as log:
-        second = subprocess.Popen(DIE_WITH_PARENT + [str(rig.bin / "empalinkd"), "--config", str(config)],
-                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        process = subprocess.Popen(DIE_WITH_PARENT + [str(rig.bin / "empalinkd"), "--config", str(config)],
+                                   stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    return process, log_path
+
+
+def test_a_second_agent_on_the_same_control_socket_is_refused_and_leaves_it_alone(rig):
+    second, log_path = second_agent(rig, "second")
     try:
-        assert wait_until(lambda: "started" in log_path.read_text() or second.poll() is not None, 20), \
-            log_path.read_text()
-        status = rig.ctl("status", "--socket", str(rig.control_socket))
-        assert status.returncode == 0, status.stderr
-        assert json.loads(status.stdout)["agent"] == AGENT, "the second agent took over the control socket"
-        assert "is in use by a running agent" in log_path.read_text()
+        # The instance lock beside the socket refuses it before it touches anything.
+        assert wait_until(lambda: second.poll() is not None, 20), log_path.read_text()
+        assert second.returncode != 0
+        assert "another empalinkd is running" in log_path.read_text(), log_path.read_text()
     finally:
         stop(second)
-    # The second agent's exit does not unlink the first's socket either.
     status = rig.ctl("status", "--socket", str(rig.control_socket))
     assert status.returncode == 0, status.stderr
-    assert json.loads(status.stdout)["agent"] == AGENT
+    assert json.loads(status.stdout)["agent"] == AGENT, "the second agent took over the control socket"
+
+
+def test_an_answering_socket_at_control_socket_is_never_unlinked(rig):
+    # Some program serves a socket where the configuration puts the agent's (the instance lock beside it is free):
+    # the agent must leave it alone, and say so.
+    path = rig.tmp / "taken.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(4)
+        inode = path.stat().st_ino
+        other, log_path = second_agent(rig, "other", socket_path=path)
+        try:
+            assert wait_until(lambda: "is in use by a running agent" in log_path.read_text()
+                              or other.poll() is not None, 20), log_path.read_text()
+            assert "is in use by a running agent" in log_path.read_text(), log_path.read_text()
+        finally:
+            stop(other)
+        # Neither replaced while it ran nor unlinked at its exit.
+        assert path.stat().st_ino == inode
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(5)
+            client.connect(str(path))
 
 
 def test_capture_refuses_a_wristband_the_agent_streams(rig):
