@@ -88,6 +88,43 @@ extension String {
     }
 }
 
+extension ControlClient {
+    /// One request line to the running agent, for the commands that only send it: parses `--socket`/`--config`,
+    /// prints the reply.
+    ///
+    /// - Parameters:
+    ///   - line: The request line (without the newline).
+    ///   - command: The subcommand's name, for messages.
+    ///   - arguments: The subcommand's flags.
+    ///   - usage: The subcommand's usage line.
+    ///   - needsOK: Whether a reply without `"ok":true` is a failure (exit 1).
+    /// - Returns: The exit code (SPEC §3): 0, 1 when the agent could not be asked or refused, 2 for bad flags.
+    static func request(_ line: String, command: String, arguments: [String], usage: String,
+                        needsOK: Bool) -> Int32 {
+        let values: [String: String]
+        switch CtlSupport.flags(arguments, allowed: ["--socket", "--config"]) {
+        case .success(let parsed): values = parsed
+        case .failure(let message):
+            Console.err("\(command): \(message.text)")
+            Console.err("usage: \(usage)")
+            return 2
+        }
+        let path: String
+        switch Self.socketPath(values) {
+        case .success(let found): path = found
+        case .failure(let exit): return exit.code
+        }
+        switch Self.send(line, socketPath: path) {
+        case .success(let reply):
+            Console.out(reply)
+            return !needsOK || reply.contains("\"ok\":true") ? 0 : 1
+        case .failure(let message):
+            Console.err("\(command): error: \(message.text)")
+            return 1
+        }
+    }
+}
+
 /// `empalinkctl status`: the running agent's live state.
 public enum StatusCommand: CtlCommand {
     public static let name = "status"
@@ -95,27 +132,7 @@ public enum StatusCommand: CtlCommand {
     public static let usage = "empalinkctl status [--socket PATH | --config PATH]"
 
     public static func run(arguments: [String]) -> Int32 {
-        let values: [String: String]
-        switch CtlSupport.flags(arguments, allowed: ["--socket", "--config"]) {
-        case .success(let parsed): values = parsed
-        case .failure(let message):
-            Console.err("status: \(message.text)")
-            Console.err("usage: \(self.usage)")
-            return 2
-        }
-        let path: String
-        switch ControlClient.socketPath(values) {
-        case .success(let found): path = found
-        case .failure(let exit): return exit.code
-        }
-        switch ControlClient.send("status", socketPath: path) {
-        case .success(let reply):
-            Console.out(reply)
-            return 0
-        case .failure(let message):
-            Console.err("status: error: \(message.text)")
-            return 1
-        }
+        ControlClient.request("status", command: self.name, arguments: arguments, usage: self.usage, needsOK: false)
     }
 }
 
@@ -131,26 +148,8 @@ public enum ModeCommand: CtlCommand {
             Console.err("usage: \(self.usage)")
             return 2
         }
-        let values: [String: String]
-        switch CtlSupport.flags(Array(arguments.dropFirst()), allowed: ["--socket", "--config"]) {
-        case .success(let parsed): values = parsed
-        case .failure(let message):
-            Console.err("mode: \(message.text)")
-            return 2
-        }
-        let path: String
-        switch ControlClient.socketPath(values) {
-        case .success(let found): path = found
-        case .failure(let exit): return exit.code
-        }
-        switch ControlClient.send("mode \(mode)", socketPath: path) {
-        case .success(let reply):
-            Console.out(reply)
-            return reply.contains("\"ok\":true") ? 0 : 1
-        case .failure(let message):
-            Console.err("mode: error: \(message.text)")
-            return 1
-        }
+        return ControlClient.request("mode \(mode)", command: self.name, arguments: Array(arguments.dropFirst()),
+                                     usage: self.usage, needsOK: true)
     }
 }
 
@@ -161,26 +160,7 @@ public enum RescanCommand: CtlCommand {
     public static let usage = "empalinkctl rescan [--socket PATH | --config PATH]"
 
     public static func run(arguments: [String]) -> Int32 {
-        let values: [String: String]
-        switch CtlSupport.flags(arguments, allowed: ["--socket", "--config"]) {
-        case .success(let parsed): values = parsed
-        case .failure(let message):
-            Console.err("rescan: \(message.text)")
-            Console.err("usage: \(self.usage)")
-            return 2
-        }
-        let path: String
-        switch ControlClient.socketPath(values) {
-        case .success(let found): path = found
-        case .failure(let exit): return exit.code
-        }
-        switch ControlClient.send("rescan", socketPath: path) {
-        case .success(let reply):
-            Console.out(reply)
-            return reply.contains("\"ok\":true") ? 0 : 1
-        case .failure(let message):
-            Console.err("rescan: error: \(message.text)")
-            return 1
-        }
+        ControlClient.request("rescan", command: self.name, arguments: arguments, usage: self.usage, needsOK: true)
     }
 }
+
