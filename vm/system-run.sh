@@ -21,8 +21,8 @@ say() { echo "vm: $*"; echo "vm: $*" > /dev/console; }
 
 # Defaults; the host may override them in $S/params.
 SEED=7
-STREAM_S=4          # streaming after every stream arrived, before the lifecycle steps
-OUTAGE_S=6          # broker down before the kill -9
+STREAM_S=1          # streaming after every stream arrived, before the lifecycle steps
+OUTAGE_S=2          # broker down (and the spool filling) before the kill -9
 T_SYSTEM=90
 T_CONTROLLERS=25
 T_BLUETOOTHD=20
@@ -300,7 +300,7 @@ PID=$(main_pid)
 cp "/proc/$PID/mountinfo" "$E/mountinfo.txt"
 # Which paths a write can reach in the process's mount namespace (as root there: only the mounts' read-only flags
 # and the inaccessible mounts of ProtectHome=/InaccessiblePaths= stop it, which is what ProtectSystem= sets up).
-for path in / /etc /etc/empalink /usr /usr/bin /boot /var /var/lib /var/lib/empalink /var/log /var/tmp /tmp /run \
+for path in / /etc /etc/empalink /usr /usr/bin /boot /var /var/lib /var/lib/empalink /var/log /var/tmp /tmp /run /run/lock \
         /run/empalink /home /root /srv /opt /dev /dev/shm; do
     if nsenter -t "$PID" -m -- sh -c "f='$path/.systest-probe'; : > \"\$f\" && rm -f \"\$f\"" 2> /dev/null; then
         echo "$path writable"
@@ -322,11 +322,10 @@ echo "$reload_at" > "$E/reload-at.txt"
 step reloaded 20 systemctl reload empalinkd
 [ "$(main_pid)" = "$PID" ] || fail reloaded "the reload replaced the process ($PID → $(main_pid))"
 wait_for connected "$T_CONNECTED" mqtt_has "empalink/pi/$SERIAL/status	{\"status\":\"connected\""
-for stream in bvp acc gsr temp battery ibi hr; do
+for stream in bvp acc gsr temp battery; do
     wait_for "stream_$stream" "$T_STREAMS" mqtt_has "empalink/pi/$SERIAL/$stream	"
 done
-milestone all_streams
-sleep "$STREAM_S"
+# While IBI and HR warm up (≈ 20 s of BVP): the STATUS line, the control socket and the live security score.
 wait_for status_line 20 bash -c "systemctl status --no-pager -n 0 empalinkd | grep -q 'Status: \"1/1 wristbands connected'"
 systemctl status --no-pager -n 20 empalinkd > "$E/systemctl-status.txt" 2>&1
 systemctl show empalinkd -p StatusText --value > "$E/status-text.txt"
@@ -336,6 +335,11 @@ t=$(date +%s.%N)
 timeout 60 systemd-analyze security --no-pager empalinkd.service > "$E/security.txt" 2>&1
 note security_s "$(since "$t")"
 milestone security_measured
+for stream in ibi hr; do
+    wait_for "stream_$stream" "$T_STREAMS" mqtt_has "empalink/pi/$SERIAL/$stream	"
+done
+milestone all_streams
+sleep "$STREAM_S"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Broker outage, then kill -9: the agent spools while the broker is away, Restart= brings it back, the spool

@@ -14,8 +14,8 @@ STREAMS = ("bvp", "acc", "gsr", "temp", "battery", "ibi", "hr")
 # that systemd 252 leaves writable under ProtectSystem=strict (vm/FINDINGS.md, system test §2): /run itself and the
 # ConfigurationDirectory /etc/empalink (root:root 0755, so the agent's user cannot write there anyway).
 WRITABLE = {"/var/lib/empalink", "/run/empalink", "/tmp", "/var/tmp", "/dev/shm", "/run", "/etc/empalink"}
-MUST_BE_READ_ONLY = {"/", "/etc", "/usr", "/usr/bin", "/boot", "/var", "/var/lib", "/var/log", "/home", "/root",
-                     "/srv", "/opt", "/dev"}
+MUST_BE_READ_ONLY = {"/", "/run", "/run/lock", "/etc", "/usr", "/usr/bin", "/boot", "/var", "/var/lib", "/var/log",
+                     "/home", "/root", "/srv", "/opt", "/dev"}
 
 
 def fact(line):
