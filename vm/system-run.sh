@@ -176,7 +176,8 @@ modprobe -a hci_vhci af_alg algif_hash algif_skcipher cmac ecb || fail modules "
 spawn btvirt btvirt -L -l2
 wait_for controllers_present "$T_CONTROLLERS" test -e /sys/class/bluetooth/hci0 -a -e /sys/class/bluetooth/hci1
 systemctl start bluetooth.service || fail bluetoothd_up "systemctl start bluetooth failed"
-wait_for bluetoothd_up "$T_BLUETOOTHD" bash -c "$(declare -f bus prop); prop /org/bluez/hci0 org.bluez.Adapter1 Address \
+wait_for bluetoothd_up "$T_BLUETOOTHD" bash -c "$(declare -f bus prop); \
+    prop /org/bluez/hci0 org.bluez.Adapter1 Address \
     && prop /org/bluez/hci1 org.bluez.Adapter1 Address"
 for hci in hci0 hci1; do
     bus /org/bluez/$hci org.freedesktop.DBus.Properties.Set string:org.bluez.Adapter1 string:Powered \
@@ -241,7 +242,8 @@ milestone installed
 
 # Configure, as Docs/operations.md §3 says: a key, the key file, the whitelist and the broker. The first whitelist
 # names a wristband that is not there; the reload below puts the real one in.
-empalinkctl key add --devices "$SERIAL" > /tmp/key.out 2> "$E/key-add.txt" || fail configured "empalinkctl key add failed"
+empalinkctl key add --devices "$SERIAL" > /tmp/key.out 2> "$E/key-add.txt" \
+    || fail configured "empalinkctl key add failed"
 install -m 0640 -g empalink /dev/stdin /etc/empalink/api_key <<< "$(head -1 /tmp/key.out)" \
     || fail configured "install api_key failed"
 write_config() {  # write_config SERIAL: the whole /etc/empalink/empalinkd.toml, whitelisting SERIAL
@@ -285,7 +287,8 @@ systemctl enable empalinkd > "$E/enable.txt" 2>&1 || fail started "systemctl ena
 t=$(date +%s.%N)
 timeout "$T_START" systemctl start empalinkd > "$E/start.txt" 2>&1 || fail started "systemctl start empalinkd failed"
 note start_s "$(since "$t")"
-[ "$(unit ActiveState)/$(unit SubState)" = active/running ] || fail started "not active after start: $(unit ActiveState)"
+[ "$(unit ActiveState)/$(unit SubState)" = active/running ] \
+    || fail started "not active after start: $(unit ActiveState)"
 systemctl show empalinkd -p ActiveState -p SubState -p MainPID -p StatusText -p Type -p NRestarts -p WatchdogUSec \
     -p User -p Result > "$E/show-started.txt"
 milestone started
@@ -300,8 +303,8 @@ PID=$(main_pid)
 cp "/proc/$PID/mountinfo" "$E/mountinfo.txt"
 # Which paths a write can reach in the process's mount namespace (as root there: only the mounts' read-only flags
 # and the inaccessible mounts of ProtectHome=/InaccessiblePaths= stop it, which is what ProtectSystem= sets up).
-for path in / /etc /etc/empalink /usr /usr/bin /boot /var /var/lib /var/lib/empalink /var/log /var/tmp /tmp /run /run/lock \
-        /run/empalink /home /root /srv /opt /dev /dev/shm; do
+for path in / /etc /etc/empalink /usr /usr/bin /boot /var /var/lib /var/lib/empalink /var/log /var/tmp /tmp \
+        /run /run/lock /run/empalink /home /root /srv /opt /dev /dev/shm; do
     if nsenter -t "$PID" -m -- sh -c "f='$path/.systest-probe'; : > \"\$f\" && rm -f \"\$f\"" 2> /dev/null; then
         echo "$path writable"
     else
@@ -326,7 +329,8 @@ for stream in bvp acc gsr temp battery; do
     wait_for "stream_$stream" "$T_STREAMS" mqtt_has "empalink/pi/$SERIAL/$stream	"
 done
 # While IBI and HR warm up (≈ 20 s of BVP): the STATUS line, the control socket and the live security score.
-wait_for status_line 20 bash -c "systemctl status --no-pager -n 0 empalinkd | grep -q 'Status: \"1/1 wristbands connected'"
+wait_for status_line 20 bash -c \
+    "systemctl status --no-pager -n 0 empalinkd | grep -q 'Status: \"1/1 wristbands connected'"
 systemctl status --no-pager -n 20 empalinkd > "$E/systemctl-status.txt" 2>&1
 systemctl show empalinkd -p StatusText --value > "$E/status-text.txt"
 timeout 10 empalinkctl status > "$E/empalinkctl-status.txt" 2>&1; echo "rc=$?" >> "$E/empalinkctl-status.txt"

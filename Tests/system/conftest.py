@@ -30,7 +30,7 @@ def system():
         cache = pathlib.Path(os.environ.get("SYSTEM_VM_CACHE", sysrun.ROOT / ".cache" / "system-vm"))
         bluez_cache = pathlib.Path(os.environ.get("BLUEZ_VM_CACHE", sysrun.ROOT / ".cache" / "bluez-vm"))
         work = pathlib.Path(os.environ.get("SYSTEM_VM_WORK", sysrun.ROOT / ".build" / "system-vm"))
-        timeout = int(os.environ.get("SYSTEM_VM_TIMEOUT", "420"))
+        timeout = int(os.environ.get("SYSTEM_VM_TIMEOUT", "600"))
         if os.environ.get("SYSTEM_VM_RECHECK") == "1":
             # Re-check the previous run's results without booting (for working on the checks themselves).
             RUN["run"] = sysrun.collect(work)

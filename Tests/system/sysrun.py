@@ -85,7 +85,8 @@ class SystemRun:
         return entries
 
     def security_score(self):
-        match = re.search(r"Overall exposure level for empalinkd\.service: ([0-9.]+) (\w+)", self.evidence("security.txt"))
+        match = re.search(r"Overall exposure level for empalinkd\.service: ([0-9.]+) (\w+)",
+                          self.evidence("security.txt"))
         return (float(match.group(1)), match.group(2)) if match else None
 
     def diagnostics(self):
@@ -121,7 +122,7 @@ def package_upgrade(bin_dir, deb, out_dir):
     return pathlib.Path(result.stdout.strip().splitlines()[-1])
 
 
-def run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=420, params=None):
+def run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=600, params=None):
     """Boots the VM with the package `deb` (and its higher-version twin) on the share; returns a `SystemRun`."""
     started = time.monotonic()
     cache = build_assets(cache, bluez_cache)

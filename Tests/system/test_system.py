@@ -1,7 +1,6 @@
 """Issue 17: the .deb installed on a Debian bookworm system with systemd as PID 1, run as the packaged unit against
 Debian's bluetoothd and mosquitto (vm/system-run.sh drives it; it saves evidence, these tests judge it). Each test
 checks one promise of the package, the unit or Docs/operations.md on that recording."""
-import pathlib
 import re
 
 from conftest import RUN
@@ -190,7 +189,8 @@ def test_upgrade_keeps_the_edited_conffile_the_spool_and_restarts_the_agent(syst
     assert "dpkg-dist" not in upgraded["ls /etc/empalink"] and "dpkg-old" not in upgraded["ls /etc/empalink"]
     assert upgraded["is-enabled"] == "enabled", "the upgrade lost the administrator's enable"
     inode = lambda text: re.findall(r"^(\d+) empalink 700 /var/lib/empalink/spool$", text, flags=re.M)  # noqa: E731
-    before, after = inode(system.evidence("spool-before-upgrade.txt")), inode(system.evidence("spool-after-upgrade.txt"))
+    before = inode(system.evidence("spool-before-upgrade.txt"))
+    after = inode(system.evidence("spool-after-upgrade.txt"))
     assert before and before == after, "the spool directory did not survive the upgrade as it was"
     assert spool_records(system.evidence("spool-after-upgrade.txt"))[0] >= 0
     fact(f"  upgrade {system.debs.get('install')} → {system.debs.get('upgrade')}: {system.facts.get('upgrade_s')} s")
