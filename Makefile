@@ -46,7 +46,7 @@ build: apt-deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 ## test: every unit test (swift test) and every integration test (pytest, real processes).
-test: deps build test-swift test-integration faults test-bluez
+test: deps build test-swift test-integration faults test-bluez test-system
 
 test-swift:
 	$(SWIFT) test $(SWIFT_FLAGS)
