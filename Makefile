@@ -46,7 +46,7 @@ build: apt-deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 ## test: every unit test (swift test) and every integration test (pytest, real processes).
-# test-system is not in it yet: it passed 3 of 5 runs in its worktree, one overstayed the old qemu limit and a
+# test-system is not in it yet: it passed 4 of 6 runs, one overstayed the old qemu limit (now 600 s) and a
 # clean-clone run on a host at load 5.6 lost btvirt's bring-up twice (vm/README.md, "make test-system").
 test: deps build test-swift test-integration faults test-bluez
 
