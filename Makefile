@@ -13,10 +13,11 @@ BIN          := $(shell pwd)/.build/$(CONFIG)
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
                 dbus mosquitto mosquitto-clients openssl python3-venv
 # What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
-DEB_PACKAGES := dpkg-dev binutils chrpath lintian python3-seccomp
+DEB_BUILD_PACKAGES := dpkg-dev binutils chrpath
+DEB_PACKAGES := $(DEB_BUILD_PACKAGES) lintian python3-seccomp
 
-.PHONY: all deps apt-deps build test test-swift test-integration faults test-bluez demo bench bench-daemon bench-ibi \
-        docs clean alloc-check
+.PHONY: all deps apt-deps build test test-swift test-integration faults test-bluez test-system demo bench bench-daemon \
+        bench-ibi docs clean alloc-check
 
 all: build
 
@@ -45,6 +46,8 @@ build: apt-deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 ## test: every unit test (swift test) and every integration test (pytest, real processes).
+# test-system is not in it yet: it passed 4 of 6 runs, one overstayed the old qemu limit (now 600 s) and a
+# clean-clone run on a host at load 5.6 lost btvirt's bring-up twice (vm/README.md, "make test-system").
 test: deps build test-swift test-integration faults test-bluez
 
 test-swift:
@@ -63,20 +66,40 @@ faults: deps build
 ## release build of the binaries (what a Pi runs: the Swift runtime linked statically, as bench-daemon builds them).
 ## BLUEZ_VM_PACKAGES are only what this target needs, so they stay out of APT_PACKAGES (qemu alone is ~100 MB).
 BLUEZ_VM_PACKAGES := qemu-system-x86 debootstrap busybox-static cpio
-# The binaries are linked as bench-daemon links them (the daemon with libstdc++ static too), so the two targets
-# share .build/release without relinking each other.
+# The binaries are linked as the package links them (RELEASE_LDFLAGS, below), so test-bluez, test-system, deb and
+# bench-daemon share .build/release without relinking each other.
 test-bluez: deps static-libstdc++
 	@$(MAKE) --no-print-directory apt-deps APT_PACKAGES="$(APT_PACKAGES) $(BLUEZ_VM_PACKAGES)"
 	@mkdir -p .build; \
 	bash vm/build-assets.sh > .build/bluez-vm-assets.log 2>&1 & assets=$$!; \
 	built=0; \
-	$(SWIFT) build -c release --static-swift-stdlib $(DAEMON_LDFLAGS) --product empalinkd || built=1; \
-	for p in empalink-sim empalinkctl; do \
-	  [ $$built = 0 ] && { $(SWIFT) build -c release --static-swift-stdlib --product $$p || built=1; }; \
+	for p in empalinkd empalinkctl; do \
+	  [ $$built = 0 ] && { $(SWIFT) build -c release --static-swift-stdlib $(RELEASE_LDFLAGS) --product $$p || built=1; }; \
 	done; \
+	[ $$built = 0 ] && { $(SWIFT) build -c release --static-swift-stdlib --product empalink-sim || built=1; }; \
 	wait $$assets || { cat .build/bluez-vm-assets.log; echo "test-bluez: building the VM assets failed"; exit 1; }; \
 	exit $$built
 	EMPALINK_STATIC_BIN=$(shell pwd)/.build/release $(PY) -m pytest -q Tests/bluez
+
+## test-system: the .deb on a real system (issue 17): the VM of test-bluez boots systemd as PID 1 over its own
+## rootfs (vm/build-system-assets.sh; kernel, initramfs and modules shared with test-bluez's cache), installs the
+## package built here with apt, and drives the unit with systemctl against Debian's bluetoothd and mosquitto:
+## start/READY/STATUS, the sandbox as the process has it, the journal's fields, reload, broker outage and kill -9
+## with the spool, the watchdog, stop, the live security score, upgrade and purge. Checks on the host (Tests/system).
+test-system: deps static-libstdc++
+	@$(MAKE) --no-print-directory apt-deps APT_PACKAGES="$(APT_PACKAGES) $(BLUEZ_VM_PACKAGES) $(DEB_BUILD_PACKAGES)"
+	@mkdir -p .build; \
+	bash vm/build-system-assets.sh > .build/system-vm-assets.log 2>&1 & assets=$$!; \
+	built=0; \
+	for p in empalinkd empalinkctl; do \
+	  [ $$built = 0 ] && { $(SWIFT) build -c release --static-swift-stdlib $(RELEASE_LDFLAGS) --product $$p || built=1; }; \
+	done; \
+	[ $$built = 0 ] && { $(SWIFT) build -c release --static-swift-stdlib --product empalink-sim || built=1; }; \
+	[ $$built = 0 ] && { bash deploy/build-deb.sh .build/release $(DEB_DIR) > .build/system-vm-deb.txt || built=1; }; \
+	wait $$assets || { cat .build/system-vm-assets.log; echo "test-system: building the VM assets failed"; exit 1; }; \
+	exit $$built
+	EMPALINK_STATIC_BIN=$(shell pwd)/.build/release EMPALINK_DEB=$$(tail -1 .build/system-vm-deb.txt) \
+	  $(PY) -m pytest -q Tests/system
 
 ## demo: what exists today, on the shipped demo configuration.
 demo: deps build
@@ -95,10 +118,10 @@ bench: apt-deps
 ## BENCH_DAEMON_ARGS="--devices 5 --batch 0 --idle-seconds 0 --rss-files 12" runs one case and shows its memory.
 BENCH_DAEMON_ARGS ?=
 bench-daemon: deps static-libstdc++
-	$(SWIFT) build -c release --static-swift-stdlib $(DAEMON_LDFLAGS) --product empalinkd
-	for product in empalink-sim empalinkctl; do \
-	  $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; \
+	for product in empalinkd empalinkctl; do \
+	  $(SWIFT) build -c release --static-swift-stdlib $(RELEASE_LDFLAGS) --product $$product || exit 1; \
 	done
+	$(SWIFT) build -c release --static-swift-stdlib --product empalink-sim
 	$(PY) bench/daemon/run.py --bin .build/release --json .build/bench-daemon.json $(BENCH_DAEMON_ARGS)
 
 # How the release daemon is linked, by bench-daemon and deb alike: libstdc++ statically, so only the parts the
@@ -130,10 +153,14 @@ bench-ibi: deps build
 ## runtime linked statically, so the package needs only Debian libraries. Reuses .build/release when current.
 DEB_DIR      := build/deb
 DEB_LDFLAGS  := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
+# One set of link flags for the packaged programs wherever .build/release builds them (deb, test-bluez,
+# test-system, bench-daemon): full RELRO and immediate binding (hardening; it changes no behaviour) plus the static
+# libstdc++. With one set, `make test` links each program once; two sets would relink them at every switch.
+RELEASE_LDFLAGS = $(DEB_LDFLAGS) $(DAEMON_LDFLAGS)
 deb: static-libstdc++
 	@$(MAKE) --no-print-directory apt-deps APT_PACKAGES="$(APT_PACKAGES) $(DEB_PACKAGES)"
 	for p in empalinkd empalinkctl; do \
-	  $(SWIFT) build -c release --static-swift-stdlib $(DEB_LDFLAGS) $(DAEMON_LDFLAGS) --product $$p || exit 1; \
+	  $(SWIFT) build -c release --static-swift-stdlib $(RELEASE_LDFLAGS) --product $$p || exit 1; \
 	done
 	bash deploy/build-deb.sh .build/release $(DEB_DIR)
 

@@ -3,6 +3,8 @@
 #   deploy/build-deb.sh BIN_DIR OUT_DIR
 # BIN_DIR holds empalinkd and empalinkctl (`make deb` builds them with the Swift runtime linked statically).
 # Prints the path of the .deb on its last line. Every file is owned by root:root in the archive.
+# EMPALINK_DEB_VERSION overrides the package version (default: what `empalinkd --version` prints); the system test
+# (Tests/system) packages the same build once more with a higher version to check an upgrade.
 set -euo pipefail
 
 bin_dir=${1:?usage: build-deb.sh BIN_DIR OUT_DIR}
@@ -23,7 +25,7 @@ for program in empalinkd empalinkctl; do
     fi
 done
 
-version=$("$bin_dir/empalinkd" --version | awk '{print $2}')
+version=${EMPALINK_DEB_VERSION:-$("$bin_dir/empalinkd" --version | awk '{print $2}')}
 [[ $version =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] || { echo "build-deb: bad version '$version'" >&2; exit 1; }
 arch=$(dpkg --print-architecture)
 
