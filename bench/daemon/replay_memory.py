@@ -16,8 +16,8 @@ Reported, in MB of RssAnon (/proc/PID/status): steady state (empty spool, broker
 end of the outage, the peak while replaying (sampled every 0.2 s), and 10 s after the spool drained. Every
 process is started by faultrig and stopped by its PID.
 
-    EMPALINK_BIN=.build/release /work/main/.venv/bin/python bench/daemon/replay_memory.py --synthetic-mb 22
-    EMPALINK_BIN=.build/release /work/main/.venv/bin/python bench/daemon/replay_memory.py --outage-minutes 30
+    EMPALINK_BIN=.build/release .venv/bin/python bench/daemon/replay_memory.py --synthetic-mb 22
+    EMPALINK_BIN=.build/release .venv/bin/python bench/daemon/replay_memory.py --outage-minutes 30
 """
 import argparse
 import json
