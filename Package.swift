@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 //
 // EmpaLink Edge — a headless BLE wristband agent for Linux (see Docs/ and SPEC).
 //
@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
                                               "E4", "EmpaLink", "MQTT", "Spool"], swiftSettings: strict),
         // The operator tool's subcommands.
-        .target(name: "EmpaLinkCtl", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
+        .target(name: "CtlCommands", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
                                                    "EventLoop", "Agent", "CCrypto", "Spool"], swiftSettings: strict),
 
         // A BlueZ-compatible D-Bus service with simulated wristbands (SPEC §13).
@@ -73,7 +73,7 @@ let package = Package(
         // An app that uses only the public EmpaLink API (SPEC §7's runnable example).
         .executableTarget(name: "empalink-example", dependencies: ["EmpaLink", "DBus", "EventLoop"],
                           swiftSettings: strict),
-        .executableTarget(name: "empalinkctl", dependencies: ["EmpaLinkCtl"], swiftSettings: strict),
+        .executableTarget(name: "empalinkctl", dependencies: ["CtlCommands"], swiftSettings: strict),
         // Allocation counting (SPEC §8, §14): malloc & co. overridden by `CAllocationCounter`, which must never be
         // linked into the test bundle (it would replace every suite's allocator), hence its own executable.
         .target(name: "CAllocationCounter"),
@@ -90,7 +90,7 @@ let package = Package(
                                                           "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
-        .testTarget(name: "PhysioTests", dependencies: ["Physio", "EmpaLinkCtl", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "PhysioTests", dependencies: ["Physio", "CtlCommands", "TestSupport"], swiftSettings: strict),
         // Test helpers shared by the test targets: a private dbus-daemon, the simulator process.
         .target(name: "TestSupport", dependencies: ["DBus", "EventLoop"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix", "TestSupport"], swiftSettings: strict),

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import EmpaLinkCtl
+import CtlCommands
 
 exit(EmpaLinkCtl.main(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -1,4 +1,4 @@
-import EmpaLinkCtl
+import CtlCommands
 import Glibc
 import Testing
 import TestSupport
