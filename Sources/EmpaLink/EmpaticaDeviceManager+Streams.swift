@@ -9,7 +9,8 @@ import Posix
 
 /// Subscribing to the wristband's characteristics and decoding what they send.
 extension EmpaticaDeviceManager {
-    /// What of the E4 profile BlueZ exports so far (the lifecycle's ``ConnectionLifecycle/Action/checkProfile(attempt:final:)``).
+    /// What of the E4 profile BlueZ exports so far
+    /// (the lifecycle's ``ConnectionLifecycle/Action/checkProfile(attempt:final:)``).
     ///
     /// bluetoothd 5.66 can signal `ServicesResolved = true` before it has exported every GATT object (their
     /// `InterfacesAdded` follow; seen in the real-BlueZ VM), so a characteristic missing now may still come: the

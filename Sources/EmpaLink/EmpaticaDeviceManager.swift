@@ -233,7 +233,8 @@ public final class EmpaticaDeviceManager {
             case .failure(let error) where error.name == BlueZNames.Error.inProgress:
                 self.handle(.connectReplied(attempt: attempt, .inProgress))
             case .failure(let error):
-                self.handle(.connectReplied(attempt: attempt, .failure(.bluez(name: error.name, message: error.message))))
+                let failure = EmpaLinkError.bluez(name: error.name, message: error.message)
+                self.handle(.connectReplied(attempt: attempt, .failure(failure)))
             }
         }
     }
