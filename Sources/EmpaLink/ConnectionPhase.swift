@@ -3,7 +3,7 @@
 ///
 /// One value instead of a flag per step, so that no two steps can be believed at once (waiting for services while
 /// also waiting for a missing characteristic, say) and every step says what it is waiting for.
-enum ConnectionPhase: Equatable, Sendable {
+enum ConnectionPhase: Hashable, Sendable {
     /// Nothing in flight: disconnected (perhaps with a reconnect timer armed), connected, or disconnecting at the
     /// application's request.
     case idle

@@ -2,7 +2,8 @@ import BlueZ
 import DBus
 import EventLoop
 
-/// Discovery and the power modes (`prepareForBackground` / `prepareForResume`).
+/// Discovery and the power modes (`prepareForBackground` / `prepareForResume`). ``DiscoveryLifecycle`` decides;
+/// this file executes its actions.
 extension EmpaticaAPI {
     /// Starts discovering wristbands; `delegate` hears the status and every change in the device list.
     ///
@@ -12,112 +13,117 @@ extension EmpaticaAPI {
     public func discoverDevices(delegate: any EmpaticaDelegate) throws(EmpaLinkError) {
         guard self.isAuthenticated else { throw .notAuthenticated }
         self.delegate = delegate
-        self.wantsDiscovery = true
         delegate.didUpdateBLEStatus(self.status)
         self.reportDevices()
-        self.reconcileDiscovery()
+        self.handle(discovery: .discoverRequested)
     }
 
     /// Stops discovering. Connected wristbands stay connected.
     public func cancelDiscovery() {
-        self.wantsDiscovery = false
-        self.reconcileDiscovery()
+        self.handle(discovery: .cancelRequested)
     }
 
     /// Saves power. Where the adapter offers or-pattern advertisement monitors, a passive monitor for the E4
     /// family replaces discovery; otherwise discovery runs only `backgroundScanWindow` every
     /// `backgroundScanInterval`. Connected wristbands keep streaming.
     public func prepareForBackground() {
-        guard !self.isInBackground else { return }
-        self.isInBackground = true
-        self.windowOpen = false
-        self.reconcileDiscovery()
-        self.registerMonitor { [weak self] registered in
-            guard let self, self.isInBackground, !registered else { return }
-            self.startDutyCycle()
-        }
-    }
-
-    func startDutyCycle() {
-        guard self.dutyCycleTimer == nil else { return }
-        let interval = self.options.backgroundScanInterval
-        self.dutyCycleTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [weak self] in
-            self?.openScanWindow()
-        }
-        // Start with a window so a missing wristband is looked for at once.
-        self.openScanWindow()
+        self.handle(discovery: .backgroundRequested)
     }
 
     /// Returns to continuous discovery.
     public func prepareForResume() {
-        guard self.isInBackground else { return }
-        self.isInBackground = false
-        self.unregisterMonitor()
-        if let timer = self.dutyCycleTimer { self.loop.cancel(timer) }
-        self.dutyCycleTimer = nil
-        self.windowOpen = true
-        self.reconcileDiscovery()
+        self.handle(discovery: .resumeRequested)
     }
 
-    func openScanWindow() {
-        guard self.isInBackground else { return }
-        self.windowOpen = true
-        self.reconcileDiscovery()
-        _ = try? self.loop.scheduleTimer(after: self.options.backgroundScanWindow) { [weak self] in
-            guard let self, self.isInBackground else { return }
-            self.windowOpen = false
-            self.reconcileDiscovery()
-        }
-    }
-
-    /// Whether discovery should be running now.
-    var discoveryWanted: Bool {
-        self.wantsDiscovery && self.adapterUsable && (!self.isInBackground || self.windowOpen)
-            && self.discoveryDemand()
-    }
-
-    /// Whether any reason to scan remains; the agent narrows this (all whitelisted wristbands connected).
-    func discoveryDemand() -> Bool {
-        self.scanPolicy?() ?? true
-    }
-
-    /// Starts or stops BlueZ discovery to match ``discoveryWanted``. Idempotent; one request at a time.
+    /// Starts or stops BlueZ discovery to match what is wanted now (the adapter, the agent's
+    /// ``scanPolicy``). Idempotent; one request at a time.
     public func reconcileDiscovery() {
-        guard !self.discoveryRequestInFlight, self.bluez.isAvailable else { return }
+        self.handle(discovery: .reconcile)
+    }
+
+    /// What discovery depends on, as the API sees it now.
+    func discoveryConditions() -> DiscoveryLifecycle.Conditions {
+        DiscoveryLifecycle.Conditions(bluezAvailable: self.bluez.isAvailable, adapterUsable: self.adapterUsable,
+                                      demand: self.scanPolicy?() ?? true)
+    }
+
+    /// Hands `event` to the discovery lifecycle and executes its actions, run to completion (an event raised
+    /// while actions run is handled after them).
+    func handle(discovery event: DiscoveryLifecycle.Event) {
+        self.pendingDiscoveryEvents.append(event)
+        guard !self.handlingDiscoveryEvents else { return }
+        self.handlingDiscoveryEvents = true
+        defer { self.handlingDiscoveryEvents = false }
+        var index = 0
+        while index < self.pendingDiscoveryEvents.count {
+            let next = self.pendingDiscoveryEvents[index]
+            index += 1
+            for action in self.discovery.handle(next, conditions: self.discoveryConditions()) {
+                self.perform(action)
+            }
+        }
+        self.pendingDiscoveryEvents.removeAll(keepingCapacity: true)
+    }
+
+    private func perform(_ action: DiscoveryLifecycle.Action) {
         let adapter = self.adapterPath
-        if self.discoveryWanted && !self.discoveryStarted {
-            self.discoveryRequestInFlight = true
+        switch action {
+        case .startDiscovery:
             let threshold = self.options.discoveryRSSIThreshold
             self.bluez.setDiscoveryFilter(adapter: adapter, rssi: threshold) { [weak self] _ in
                 // A refused filter still leaves discovery useful; the RSSI is re-checked on every device anyway.
                 guard let self else { return }
                 self.bluez.startDiscovery(adapter: adapter) { [weak self] result in
                     guard let self else { return }
-                    self.discoveryRequestInFlight = false
                     switch result {
                     case .success:
-                        self.discoveryStarted = true
-                        self.startWatchdog()
+                        self.handle(discovery: .startReplied(.started))
                     case .failure(let error) where error.name == BlueZNames.Error.inProgress:
-                        // Our session already exists (BlueZ counts sessions per client).
-                        self.discoveryStarted = true
-                        self.startWatchdog()
+                        self.handle(discovery: .startReplied(.alreadyStarted))
                     case .failure(let error):
-                        self.discoveryFailures &+= 1
-                        self.lastDiscoveryError = error
+                        self.handle(discovery: .startReplied(.failed(name: error.name, message: error.message)))
                     }
-                    self.reconcileDiscovery()
                 }
             }
-        } else if !self.discoveryWanted && self.discoveryStarted {
-            self.discoveryRequestInFlight = true
-            self.bluez.stopDiscovery(adapter: adapter) { [weak self] _ in
-                guard let self else { return }
-                // Stopped, or there was no session to stop: either way none is open now.
-                self.discoveryRequestInFlight = false
-                self.discoveryStarted = false
-                self.reconcileDiscovery()
+        case .stopDiscovery:
+            self.bluez.stopDiscovery(adapter: adapter) { [weak self] _ in self?.handle(discovery: .stopReplied) }
+        case .registerMonitor:
+            self.registerMonitor { [weak self] registered in self?.handle(discovery: .monitorRegistered(registered)) }
+        case .unregisterMonitor:
+            self.unregisterMonitor()
+        case .startDutyCycle:
+            let interval = self.options.backgroundScanInterval
+            // Throws only once the loop is closed, when nothing runs any more.
+            self.dutyCycleTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [weak self] in
+                self?.handle(discovery: .dutyCycleTick)
             }
+        case .stopDutyCycle:
+            if let timer = self.dutyCycleTimer { self.loop.cancel(timer) }
+            self.dutyCycleTimer = nil
+        case .armWindow:
+            self.windowTimer = try? self.loop.scheduleTimer(after: self.options.backgroundScanWindow) { [weak self] in
+                guard let self else { return }
+                self.windowTimer = nil
+                self.handle(discovery: .windowEnded)
+            }
+        case .cancelWindow:
+            if let timer = self.windowTimer { self.loop.cancel(timer) }
+            self.windowTimer = nil
+        case .startWatchdog:
+            self.watchdogTimer = try? self.loop.scheduleTimer(after: .seconds(1), repeating: .seconds(1)) {
+                [weak self] in
+                self?.handle(discovery: .watchdogTick)
+            }
+        case .stopWatchdog:
+            if let timer = self.watchdogTimer { self.loop.cancel(timer) }
+            self.watchdogTimer = nil
+        case .escalate(let step):
+            self.escalate(step)
+        case .discoveryFailed(let name, let message):
+            self.discoveryFailures &+= 1
+            self.lastDiscoveryError = DBusError(name: name, message: message)
+        case .updateStatus:
+            self.updateStatus()
         }
     }
 }

@@ -10,7 +10,8 @@ import EventLoop
 /// 3. report ``BLEStatus/notAvailable`` with the reason, and keep retrying slowly (steps 1–2 again every four
 ///    periods) until an advertisement arrives, which resets it all.
 ///
-/// Every escalation is reported through ``EmpaticaAPI/onWatchdog`` and counted in ``EmpaticaAPI/watchdogCounts``.
+/// ``DiscoveryLifecycle`` counts the silence and decides the step; this file carries it out. Every escalation is
+/// reported through ``EmpaticaAPI/onWatchdog`` and counted in ``EmpaticaAPI/watchdogCounts``.
 extension EmpaticaAPI {
     /// An escalation step.
     public enum WatchdogAction: String, Sendable, Equatable, CaseIterable {
@@ -19,62 +20,20 @@ extension EmpaticaAPI {
         case giveUp = "not_available"
     }
 
-    func startWatchdog() {
-        guard self.options.watchdogTimeout > .zero, self.watchdogTimer == nil else { return }
-        self.watchdogTimer = try? self.loop.scheduleTimer(after: .seconds(1), repeating: .seconds(1)) { [weak self] in
-            self?.watchdogTick()
-        }
-    }
-
     /// An advertisement (a device appeared or its RSSI changed): discovery works.
     func sawAdvertisement() {
-        self.silentSeconds = 0
-        if self.watchdogLevel > 0 {
-            self.watchdogLevel = 0
-            self.watchdogReason = nil
-            self.updateStatus()
-        }
+        self.handle(discovery: .advertisement)
     }
 
-    func watchdogTick() {
-        // Only time spent discovering for a reason counts: a quiet background pause or a fleet that is all
-        // connected is not a stuck adapter. The tick stops with discovery (no idle wake-ups) and is started
-        // again when discovery starts.
-        guard self.discoveryStarted, self.discoveryWanted else {
-            if !self.discoveryStarted, let timer = self.watchdogTimer {
-                self.loop.cancel(timer)
-                self.watchdogTimer = nil
-            }
-            return
-        }
-        self.silentSeconds += 1
-        let period = max(1, Int(self.options.watchdogTimeout.components.seconds))
-        guard self.silentSeconds >= period else { return }
-        switch self.watchdogLevel {
-        case 0: self.escalate(.restartDiscovery, nextLevel: 1)
-        case 1: self.escalate(.powerCycle, nextLevel: 2)
-        case 2: self.escalate(.giveUp, nextLevel: 3)
-        default:
-            // Keep retrying slowly: every fourth period, start over from a discovery restart.
-            if self.silentSeconds >= period * 4 { self.watchdogLevel = 0 }
-            return
-        }
-        self.silentSeconds = 0
-    }
-
-    func escalate(_ action: WatchdogAction, nextLevel: Int) {
-        self.watchdogLevel = nextLevel
+    func escalate(_ action: WatchdogAction) {
         self.watchdogCounts[action, default: 0] &+= 1
         let seconds = Int(self.options.watchdogTimeout.components.seconds)
-        let reason = "no advertisement for \(seconds) s while discovering"
-        self.onWatchdog?(action, reason)
+        self.onWatchdog?(action, "no advertisement for \(seconds) s while discovering")
         let adapter = self.adapterPath
         switch action {
         case .restartDiscovery:
             self.bluez.stopDiscovery(adapter: adapter) { [weak self] _ in
-                guard let self else { return }
-                self.discoveryStarted = false
-                self.reconcileDiscovery()
+                self?.handle(discovery: .restartStopReplied)
             }
         case .powerCycle:
             self.bluez.setPowered(adapter: adapter, false) { [weak self] _ in
@@ -85,8 +44,8 @@ extension EmpaticaAPI {
                 }
             }
         case .giveUp:
-            self.watchdogReason = "Bluetooth stuck: \(reason), after a discovery restart and an adapter power cycle"
-            self.updateStatus()
+            // The lifecycle set the reason and asks for the status next.
+            break
         }
     }
 }

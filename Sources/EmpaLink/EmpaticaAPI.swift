@@ -48,17 +48,17 @@ public final class EmpaticaAPI {
     public private(set) var grant: Keyring.Grant?
     public var isAuthenticated: Bool { self.grant != nil }
     /// Whether ``prepareForBackground()`` is in force.
-    public internal(set) var isInBackground = false
+    public var isInBackground: Bool { self.discovery.inBackground }
 
     weak var delegate: (any EmpaticaDelegate)?
-    /// Whether the caller wants discovery (``discoverDevices(delegate:)`` until ``cancelDiscovery()``).
-    var wantsDiscovery = false
-    /// Whether we have a discovery session open in BlueZ.
-    var discoveryStarted = false
-    var discoveryRequestInFlight = false
+    /// When discovery runs, and the watchdog (see ``handle(discovery:)``).
+    var discovery: DiscoveryLifecycle
+    /// Discovery events raised while another's actions run, handled after them.
+    var pendingDiscoveryEvents: [DiscoveryLifecycle.Event] = []
+    var handlingDiscoveryEvents = false
     var dutyCycleTimer: TimerHandle?
-    /// In background mode, whether the current duty-cycle window is open.
-    var windowOpen = true
+    var windowTimer: TimerHandle?
+    var watchdogTimer: TimerHandle?
 
     /// The agent's say in whether discovery is still needed (e.g. `false` once every whitelisted wristband is
     /// connected); `nil` means discovery runs whenever it is wanted.
@@ -67,12 +67,8 @@ public final class EmpaticaAPI {
     public internal(set) var discoveryFailures: UInt64 = 0
     public internal(set) var lastDiscoveryError: DBusError?
 
-    /// Watchdog state (see `EmpaticaAPI+Watchdog.swift`).
-    var watchdogTimer: TimerHandle?
-    var silentSeconds = 0
-    var watchdogLevel = 0
     /// Why the watchdog reports ``BLEStatus/notAvailable``, while it does.
-    public internal(set) var watchdogReason: String?
+    public var watchdogReason: String? { self.discovery.watchdogReason }
     /// Escalations so far, by step.
     public internal(set) var watchdogCounts: [WatchdogAction: UInt64] = [:]
     /// Called on every watchdog escalation, with the reason.
@@ -92,6 +88,10 @@ public final class EmpaticaAPI {
         self.loop = connection.loop
         self.bluez = BlueZClient(connection: connection)
         self.options = options
+        let watchdogSeconds = Int(options.watchdogTimeout.components.seconds)
+        self.discovery = DiscoveryLifecycle(
+            watchdogSeconds: options.watchdogTimeout > .zero ? max(1, watchdogSeconds) : 0
+        )
         self.bluez.onEvent = { [weak self] event in self?.handle(event) }
         try self.bluez.start()
     }
@@ -151,7 +151,7 @@ public final class EmpaticaAPI {
             new = self.bluez.adapter(at: self.adapterPath)?.discovering == true ? .scanning : .ready
         }
         if !self.adapterUsable {
-            self.discoveryStarted = false
+            self.handle(discovery: .adapterUnusable)
         }
         guard new != self.status else { return }
         self.status = new
@@ -170,8 +170,7 @@ public final class EmpaticaAPI {
             self.reconcileDiscovery()
             for device in self.devicesByPath.values { device.bluezAvailable() }
         case .unavailable:
-            self.discoveryStarted = false
-            self.discoveryRequestInFlight = false
+            self.handle(discovery: .bluezGone)
             for device in self.devicesByPath.values { device.bluezVanished() }
             self.updateStatus()
         case .interfacesAdded(let path, let interfaces):

@@ -9,77 +9,61 @@ import Posix
 
 /// Subscribing to the wristband's characteristics and decoding what they send.
 extension EmpaticaDeviceManager {
-    /// Finds the E4 characteristics, subscribes to each stream, then writes the start command.
+    /// What of the E4 profile BlueZ exports so far
+    /// (the lifecycle's ``ConnectionLifecycle/Action/checkProfile(attempt:final:)``).
     ///
     /// bluetoothd 5.66 can signal `ServicesResolved = true` before it has exported every GATT object (their
-    /// `InterfacesAdded` follow; seen in the real-BlueZ VM), so a characteristic missing now may still come:
-    /// the attempt records what is missing and ``objectsChanged()`` calls again. At the attempt's deadline
-    /// (`final`) it goes on with the streams that are there, or fails when the command or BVP is missing.
-    func subscribe(final: Bool = false) {
+    /// `InterfacesAdded` follow; seen in the real-BlueZ VM), so a characteristic missing now may still come: the
+    /// lifecycle waits for it, and at the attempt's deadline goes on with the streams that are there, or fails when
+    /// the command or BVP is missing.
+    func checkProfile() -> ConnectionLifecycle.ProfileCheck {
+        let characteristics = self.api?.bluez.characteristics(of: self.path) ?? []
+        func has(_ uuid: BluetoothUUID) -> Bool { characteristics.contains { BluetoothUUID($0.uuid) == uuid } }
+        var missing = E4Stream.allCases.filter { !has($0.characteristic) }.map(\.rawValue)
+        let hasCommand = has(E4Profile.commandCharacteristic)
+        if !hasCommand { missing.insert("command", at: 0) }
+        guard !missing.isEmpty else { return .complete }
+        let what = "no characteristic for " + missing.joined(separator: ", ")
+        if !hasCommand { return .missingRequired(missing: what, reason: "no command characteristic 3E71") }
+        if !has(E4Stream.bvp.characteristic) {
+            return .missingRequired(missing: what, reason: "no BVP characteristic 3EA1")
+        }
+        return .missingOptional(what)
+    }
+
+    /// Subscribes to every stream the wristband offers (AcquireNotify, falling back to StartNotify), then tells the
+    /// lifecycle (``ConnectionLifecycle/Event/streamsSubscribed(attempt:)``).
+    func subscribe(attempt: UInt64) {
         guard let api = self.api else { return }
         let characteristics = api.bluez.characteristics(of: self.path)
-        func find(_ uuid: BluetoothUUID) -> BlueZCharacteristicInfo? {
-            characteristics.first { BluetoothUUID($0.uuid) == uuid }
-        }
         let wanted: [(E4Stream, BlueZCharacteristicInfo)] = E4Stream.allCases.compactMap { stream in
-            find(stream.characteristic).map { (stream, $0) }
+            characteristics.first { BluetoothUUID($0.uuid) == stream.characteristic }.map { (stream, $0) }
         }
-        let command = find(E4Profile.commandCharacteristic)
-        var missing = E4Stream.allCases.filter { stream in !wanted.contains { $0.0 == stream } }.map(\.rawValue)
-        if command == nil { missing.insert("command", at: 0) }
-        if !missing.isEmpty && !final {
-            self.phase = .awaitingProfile(missing: "no characteristic for " + missing.joined(separator: ", "))
-            if command != nil, wanted.contains(where: { $0.0 == .bvp }) {
-                // Only optional streams missing: go on once no new object has come for a second.
-                if let timer = self.profileSettle { api.loop.cancel(timer) }
-                let attempt = self.attempt
-                self.profileSettle = try? api.loop.scheduleTimer(after: .seconds(1)) { [weak self] in
-                    guard let self, self.attempt == attempt, self.deviceStatus == .connecting,
-                          self.phase.isAwaitingProfile else { return }
-                    self.profileSettle = nil
-                    self.subscribe(final: true)
-                }
-            }
-            return
-        }
-        if let timer = self.profileSettle { api.loop.cancel(timer) }
-        self.profileSettle = nil
-        self.phase = .subscribing
-        guard let command else {
-            self.attemptFailed(.profileMismatch("no command characteristic 3E71"))
-            return
-        }
-        guard wanted.contains(where: { $0.0 == .bvp }) else {
-            self.attemptFailed(.profileMismatch("no BVP characteristic 3EA1"))
-            return
-        }
-        let attempt = self.attempt
         var remaining = wanted.count
         let subscribed: () -> Void = { [weak self] in
             remaining -= 1
-            guard let self, remaining == 0, self.attempt == attempt, self.deviceStatus == .connecting else { return }
-            self.writeStart(command.path, attempt: attempt)
+            guard let self, remaining == 0 else { return }
+            self.handle(.streamsSubscribed(attempt: attempt))
         }
         for (stream, characteristic) in wanted {
             api.bluez.acquireNotify(characteristic: characteristic.path) { [weak self] result in
-                guard let self, self.attempt == attempt, self.deviceStatus == .connecting else {
+                guard let self, self.lifecycle.isCurrent(attempt) else {
                     if case .success(let (fd, _)) = result { fd.close() }
                     return
                 }
                 switch result {
                 case .success(let (fd, mtu)):
                     self.counters.acquiredNotifications &+= 1
-                    self.open(stream, fd: fd, mtu: mtu)
-                    subscribed()
+                    if self.open(stream, fd: fd, mtu: mtu, attempt: attempt) { subscribed() }
                 case .failure:
                     // AcquireNotify refused (older BlueZ, another client holds it): notifications as
                     // PropertiesChanged(Value) instead.
                     self.counters.startNotifyFallbacks &+= 1
                     self.valueSubscriptions[characteristic.path] = stream
                     api.bluez.startNotify(characteristic: characteristic.path) { [weak self] result in
-                        guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
+                        guard let self, self.lifecycle.isCurrent(attempt) else { return }
                         if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
-                            self.attemptFailed(.bluez(name: error.name, message: error.message))
+                            self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
                             return
                         }
                         subscribed()
@@ -89,48 +73,50 @@ extension EmpaticaDeviceManager {
         }
     }
 
-    func open(_ stream: E4Stream, fd: FileDescriptor, mtu: Int) {
+    /// Watches a stream's notification socket; `false` (and the attempt failed) when it cannot be watched.
+    func open(_ stream: E4Stream, fd: FileDescriptor, mtu: Int, attempt: UInt64) -> Bool {
         guard let api = self.api else {
             fd.close()
-            return
+            return false
         }
         let reader: NotificationStream
         do {
             reader = try NotificationStream(fileDescriptor: fd, mtu: mtu, loop: api.loop)
         } catch {
-            self.attemptFailed(.bluez(name: BlueZNames.Error.failed, message: "cannot watch notification socket: \(error)"))
-            return
+            let message = "cannot watch notification socket: \(error)"
+            self.handle(.stepFailed(attempt: attempt, .bluez(name: BlueZNames.Error.failed, message: message)))
+            return false
         }
         reader.onNotification = { [unowned self] bytes in
             self.receive(stream, bytes)
         }
         reader.onClose = { [weak self] _ in
             // BlueZ closes every socket when the link drops; one hang-up is enough to start over.
-            self?.linkLost()
+            self?.handle(.streamClosed)
         }
         self.streams.append(reader)
+        return true
     }
 
-    func writeStart(_ command: String, attempt: UInt64) {
-        guard let api = self.api else { return }
+    /// Writes the start command (the E4's session start), then tells the lifecycle.
+    func writeStart(attempt: UInt64) {
+        guard let api = self.api,
+              let command = api.bluez.characteristics(of: self.path)
+                .first(where: { BluetoothUUID($0.uuid) == E4Profile.commandCharacteristic })?.path
+        else {
+            self.handle(.stepFailed(attempt: attempt, .profileMismatch("no command characteristic 3E71")))
+            return
+        }
         var packet = E4PacketBytes()
         E4Command.start(unixTime: UInt32(clamping: Int(Self.now()))).encode(into: &packet)
         let bytes = packet.withUnsafeBytes { Array($0) }
         api.bluez.writeValue(characteristic: command, bytes) { [weak self] result in
-            guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
+            guard let self else { return }
             switch result {
             case .failure(let error):
-                self.attemptFailed(.bluez(name: error.name, message: error.message))
+                self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
             case .success:
-                self.cancelTimers()
-                self.phase = .idle
-                self.failures = 0
-                self.lastError = nil
-                self.connectedSince = Self.now()
-                self.decoding.reset()
-                self.setStatus(.connected)
-                self.readBattery()
-                self.api?.reconcileDiscovery()
+                self.handle(.sessionStarted(attempt: attempt))
             }
         }
     }
@@ -145,14 +131,14 @@ extension EmpaticaDeviceManager {
         }
     }
 
-    func closeStreams() {
+    func closeStreams(stopNotify: Bool) {
         let open = self.streams
         self.streams = []
         for stream in open {
             stream.onClose = nil
             stream.close()
         }
-        if let api = self.api, self.deviceStatus != .disconnected {
+        if let api = self.api, stopNotify {
             for path in self.valueSubscriptions.keys.sorted() {
                 api.bluez.stopNotify(characteristic: path) { _ in }
             }

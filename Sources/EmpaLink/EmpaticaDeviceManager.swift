@@ -59,26 +59,19 @@ public final class EmpaticaDeviceManager {
     /// Sees every raw notification with its arrival time before it is decoded (`empalinkctl capture`).
     public var rawTap: ((E4Stream, UnsafeRawBufferPointer, Double) -> Void)?
     var options = ConnectOptions()
-    /// `connect` was called and `disconnect` was not.
-    var wantsConnection = false
+    /// Where the connection stands; the manager executes what it decides (see ``handle(_:)``).
+    var lifecycle: ConnectionLifecycle
+    /// Events raised while another's actions run, handled after them.
+    var pendingEvents: [ConnectionLifecycle.Event] = []
+    var handlingEvents = false
+    /// The lifecycle's armed timers.
+    var timers: [ConnectionLifecycle.Timer: TimerHandle] = [:]
 
+    /// `connect` was called and `disconnect` was not.
+    var wantsConnection: Bool { self.lifecycle.wantsConnection }
     /// Whether the device is meant to be connected (``connect(delegate:)`` called, ``disconnect()`` not):
     /// it is connected, connecting, or waiting to reconnect.
-    public var isConnectionWanted: Bool { self.wantsConnection }
-    /// Whether BlueZ currently has an object for this device.
-    var present = true
-    var attempt: UInt64 = 0
-    /// Consecutive failures, for the backoff.
-    var failures = 0
-    var reconnectTimer: TimerHandle?
-    var deadline: TimerHandle?
-    /// The step the current attempt is at, or the release of a failed one's link.
-    var phase = ConnectionPhase.idle
-    /// This attempt's `Connect` succeeded: BlueZ holds a link for us even if it never signalled `Connected`. A
-    /// property of the link rather than a step: it holds from `Connect`'s answer through every later step.
-    var linkRequested = false
-    /// Runs once the characteristics present stop changing while only optional ones are missing.
-    var profileSettle: TimerHandle?
+    public var isConnectionWanted: Bool { self.lifecycle.wantsConnection }
     var streams: [NotificationStream] = []
     /// Characteristics subscribed through StartNotify, by path, with their stream.
     var valueSubscriptions: [String: E4Stream] = [:]
@@ -91,6 +84,7 @@ public final class EmpaticaDeviceManager {
         self.address = address
         self.name = info.name ?? E4Profile.e4Name
         self.rssi = Self.reportedRSSI(info.rssi)
+        self.lifecycle = ConnectionLifecycle(label: address.serial)
     }
 
     /// Decoder statistics summed over the streams (received, lost, duplicates, decode errors).
@@ -102,18 +96,12 @@ public final class EmpaticaDeviceManager {
     func update(_ info: BlueZDeviceInfo) {
         if let name = info.name { self.name = name }
         self.rssi = Self.reportedRSSI(info.rssi)
-        self.present = true
+        self.handle(.deviceSeen)
     }
 
     /// HCI's 127 means "RSSI not available" (bluetoothd passes it on as a value): reported as unknown.
     static func reportedRSSI(_ rssi: Int?) -> Int? {
         rssi == 127 ? nil : rssi
-    }
-
-    func setStatus(_ status: DeviceStatus) {
-        guard status != self.deviceStatus else { return }
-        self.deviceStatus = status
-        self.delegate?.didUpdateDeviceStatus(status, for: self)
     }
 
     // MARK: Public API
@@ -132,16 +120,16 @@ public final class EmpaticaDeviceManager {
         guard self.allowed else { throw .notAllowed(serial: self.serialNumber) }
         self.delegate = delegate
         self.options = options
-        guard !self.wantsConnection else { return }
-        self.wantsConnection = true
-        self.failures = 0
-        self.startAttempt()
+        self.handle(.connectRequested(autoReconnect: options.autoReconnect))
     }
 
     /// How long a disconnect — ours, or the release of a failed attempt's link — waits, after bluetoothd answered
     /// `Disconnect`, for the link's `Connected = false` before it takes the link for down anyway (bluetoothd may never
     /// have signalled `Connected = true`, and then signals no `false` either).
     static let linkDownWait: Duration = .seconds(2)
+    /// While only optional characteristics are missing, how long without a new GATT object before the attempt goes
+    /// on with what is there.
+    static let profileSettleWait: Duration = .seconds(1)
 
     /// Disconnects and stops reconnecting. No effect when not connected.
     ///
@@ -150,273 +138,151 @@ public final class EmpaticaDeviceManager {
     /// ``connect(delegate:)`` made meanwhile, or from `didUpdateDeviceStatus(.disconnected)` — would find the old
     /// link still up and be ended by that late signal.
     public func disconnect() {
-        self.wantsConnection = false
-        guard self.deviceStatus != .disconnected else {
-            // No reconnect either. A failed attempt's release goes on (its wait is ``deadline``) and then finds no
-            // connection wanted.
-            if let timer = self.reconnectTimer { self.api?.loop.cancel(timer) }
-            self.reconnectTimer = nil
-            return
+        self.handle(.disconnectRequested)
+    }
+
+    // MARK: The lifecycle's events and actions
+
+    /// Hands `event` to the lifecycle and executes its actions. Run to completion: an event raised while actions
+    /// run (a delegate calling back, a profile check answering at once) is handled after them.
+    func handle(_ event: ConnectionLifecycle.Event) {
+        self.pendingEvents.append(event)
+        guard !self.handlingEvents else { return }
+        self.handlingEvents = true
+        defer { self.handlingEvents = false }
+        var index = 0
+        while index < self.pendingEvents.count {
+            let next = self.pendingEvents[index]
+            index += 1
+            for action in self.lifecycle.handle(next, link: self.linkView()) { self.perform(action) }
         }
-        self.cancelTimers()
-        let info = self.api?.bluez.device(at: self.path)
-        // Whether BlueZ holds a link whose `Connected = false` is still to come (bluetoothd 5.66 may not have
-        // signalled `Connected = true` for it: see ``linkRequested``).
-        let heldLink = self.deviceStatus == .connected || self.linkRequested || info?.connected == true
-            || info?.servicesResolved == true
-        self.phase = .idle
-        self.setStatus(.disconnecting)
-        self.closeStreams()
-        guard let api = self.api else {
-            self.setStatus(.disconnected)
-            return
-        }
-        api.bluez.disconnect(device: self.path) { [weak self] result in
-            guard let self, self.deviceStatus == .disconnecting else { return }
-            guard case .success = result, heldLink, self.waitForLinkDown(then: { $0.finishIfDisconnecting() })
-            else {
-                self.finishDisconnect()
+        self.pendingEvents.removeAll(keepingCapacity: true)
+    }
+
+    /// What BlueZ's object cache says of the device now.
+    func linkView() -> ConnectionLifecycle.LinkView {
+        guard let api = self.api else { return ConnectionLifecycle.LinkView(bluezAvailable: false, exported: false) }
+        let info = api.bluez.device(at: self.path)
+        return ConnectionLifecycle.LinkView(bluezAvailable: api.bluez.isAvailable, exported: info != nil,
+                                            connected: info?.connected == true,
+                                            servicesResolved: info?.servicesResolved == true)
+    }
+
+    private func perform(_ action: ConnectionLifecycle.Action) {
+        switch action {
+        case .report(let status):
+            self.deviceStatus = status
+            self.delegate?.didUpdateDeviceStatus(status, for: self)
+        case .connect(let attempt):
+            self.counters.connectAttempts &+= 1
+            self.callConnect(attempt: attempt)
+        case .disconnect(let purpose):
+            guard let api = self.api else {
+                self.handle(.disconnectReplied(purpose, succeeded: false))
                 return
             }
+            api.bluez.disconnect(device: self.path) { [weak self] result in
+                guard let self else { return }
+                if case .success = result {
+                    self.handle(.disconnectReplied(purpose, succeeded: true))
+                } else {
+                    self.handle(.disconnectReplied(purpose, succeeded: false))
+                }
+            }
+        case .checkProfile(let attempt, let final):
+            self.handle(.profileChecked(attempt: attempt, self.checkProfile(), final: final))
+        case .subscribe(let attempt):
+            self.subscribe(attempt: attempt)
+        case .startSession(let attempt):
+            self.writeStart(attempt: attempt)
+        case .sessionUp:
+            self.lastError = nil
+            self.connectedSince = Self.now()
+            self.decoding.reset()
+            self.readBattery()
+        case .closeStreams(let stopNotify):
+            self.closeStreams(stopNotify: stopNotify)
+        case .arm(let timer):
+            self.arm(timer, after: self.duration(of: timer))
+        case .armReconnect(let failures):
+            guard let api = self.api else { return }
+            let delay = Backoff.delay(failures: failures, initial: api.options.reconnectInitial,
+                                      maximum: api.options.reconnectMax, using: &self.random)
+            self.arm(.reconnect, after: delay)
+        case .cancel(let timer):
+            if let handle = self.timers.removeValue(forKey: timer) { self.api?.loop.cancel(handle) }
+        case .attemptFailed(let error):
+            self.lastError = error
+            self.counters.connectFailures &+= 1
+        case .linkLost:
+            self.counters.linkLosses &+= 1
+        case .connectionEnded:
+            self.connectedSince = nil
+        case .reconcileDiscovery:
+            self.api?.reconcileDiscovery()
         }
     }
 
-    private func finishIfDisconnecting() {
-        if self.deviceStatus == .disconnecting { self.finishDisconnect() }
-    }
-
-    /// After bluetoothd answered `Disconnect` for a link it held: `Connected = false` is still to come (see
-    /// ``propertiesChanged(_:)``), and if it does not come within ``linkDownWait`` the link is taken for down and
-    /// `done` runs. Returns `false` when there is nothing to wait for (the device object is gone, or no timer).
-    func waitForLinkDown(then done: @escaping (EmpaticaDeviceManager) -> Void) -> Bool {
-        guard let api = self.api, api.bluez.device(at: self.path) != nil else { return false }
-        self.deadline = try? api.loop.scheduleTimer(after: Self.linkDownWait) { [weak self] in
-            guard let self else { return }
-            self.deadline = nil
-            done(self)
-        }
-        return self.deadline != nil
-    }
-
-    /// Our ``disconnect()`` is done: the link is down (`Connected = false`, or the `Disconnect` left nothing to wait
-    /// for). A ``connect(delegate:)`` made meanwhile (a reload that removed and re-added the serial) found the device
-    /// disconnecting; it starts now.
-    func finishDisconnect() {
-        if let timer = self.deadline { self.api?.loop.cancel(timer) }
-        self.deadline = nil
-        self.connectedSince = nil
-        self.setStatus(.disconnected)
-        self.api?.reconcileDiscovery()
-        self.startAttempt()
-    }
-
-    // MARK: Connection attempts
-
-    func startAttempt() {
-        guard self.wantsConnection, self.deviceStatus == .disconnected, self.reconnectTimer == nil,
-              let api = self.api else { return }
-        if self.phase.releaseRetry != nil {
-            self.phase.retryAfterRelease()
-            return
-        }
-        guard api.bluez.isAvailable, self.present, api.bluez.device(at: self.path) != nil else {
-            // Wait for BlueZ or for the device to be discovered again (see bluezAvailable / objectsChanged).
-            return
-        }
-        self.attempt &+= 1
-        self.phase = .linking
-        self.linkRequested = false
-        self.counters.connectAttempts &+= 1
-        let attempt = self.attempt
-        self.setStatus(.connecting)
-        self.armDeadline(attempt: attempt, finalSubscribe: true)
+    private func callConnect(attempt: UInt64) {
+        guard let api = self.api else { return }
         api.bluez.connect(device: self.path, timeout: api.options.connectTimeout) { [weak self] result in
-            guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
+            guard let self else { return }
             switch result {
             case .success:
-                self.linkRequested = true
-                self.connectedAtLinkLevel()
+                self.handle(.connectReplied(attempt: attempt, .success))
             case .failure(let error) where error.name == BlueZNames.Error.inProgress:
-                // BlueZ is already connecting this device (another client, or our earlier attempt): wait for
-                // Connected/ServicesResolved under the same deadline.
-                self.phase = .resolvingServices
+                self.handle(.connectReplied(attempt: attempt, .inProgress))
             case .failure(let error):
-                self.attemptFailed(.bluez(name: error.name, message: error.message))
+                let failure = EmpaLinkError.bluez(name: error.name, message: error.message)
+                self.handle(.connectReplied(attempt: attempt, .failure(failure)))
             }
         }
     }
 
-    /// Fails the attempt after the connect timeout. If services resolved but part of the profile never appeared
-    /// by then (`finalSubscribe`), it goes on with what is there, or fails when the command or BVP is missing,
-    /// under a second deadline of the same length.
-    func armDeadline(attempt: UInt64, finalSubscribe: Bool) {
-        guard let api = self.api else { return }
-        self.deadline = try? api.loop.scheduleTimer(after: api.options.connectTimeout) { [weak self] in
-            guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
-            self.deadline = nil
-            if finalSubscribe, self.phase.isAwaitingProfile {
-                self.armDeadline(attempt: attempt, finalSubscribe: false)
-                self.subscribe(final: true)
-            } else {
-                self.attemptFailed(.timedOut("connecting to \(self.serialNumber)"))
-            }
+    private func duration(of timer: ConnectionLifecycle.Timer) -> Duration {
+        switch timer {
+        case .deadline: return self.api?.options.connectTimeout ?? .seconds(20)
+        case .profileSettle: return Self.profileSettleWait
+        case .linkDown: return Self.linkDownWait
+        case .reconnect: return self.api?.options.reconnectInitial ?? .seconds(1)
         }
     }
 
-    func connectedAtLinkLevel() {
-        guard let info = self.api?.bluez.device(at: self.path) else { return }
-        if info.servicesResolved {
-            self.subscribe()
-        } else {
-            self.phase = .resolvingServices
-        }
-    }
-
-    func attemptFailed(_ error: EmpaLinkError) {
-        self.lastError = error
-        self.counters.connectFailures &+= 1
-        self.failures += 1
-        self.cancelTimers()
-        self.closeStreams()
-        self.phase = .idle
-        // Leave BlueZ in a clean state: an attempt that timed out may still be connecting, and one that failed
-        // after `Connect` succeeded holds a link whose `Connected = true` bluetoothd may never have signalled.
-        // The next attempt waits for that `Disconnect` to finish: a `Connect` before it would find the old link
-        // still up and reuse it, and its late `Connected = false` would end the new attempt.
-        let info = self.api?.bluez.device(at: self.path)
-        self.connectedSince = nil
-        if let api = self.api, info?.connected == true || info?.servicesResolved == true || self.linkRequested
-            || error.isTimeout
-        {
-            self.linkRequested = false
-            self.phase = .releasing(retry: false, linkDown: false)
-            self.setStatus(.disconnected)
-            api.bluez.disconnect(device: self.path) { [weak self] result in
-                guard let self, case .releasing(let retry, let linkDown) = self.phase else { return }
-                // bluetoothd answers before it signals `Connected = false`: wait for the signal (or a while).
-                guard case .success = result, !linkDown, self.waitForLinkDown(then: { $0.endRelease() }) else {
-                    self.endRelease()
-                    return
-                }
-                self.phase = .awaitingLinkDown(retry: retry)
-            }
-            return
-        }
-        self.setStatus(.disconnected)
-        self.scheduleReconnect()
-    }
-
-    /// A failed attempt's link is down (or given up on): the attempt asked for meanwhile starts, or the backoff runs.
-    func endRelease() {
-        guard let retry = self.phase.releaseRetry else { return }
-        if let timer = self.deadline { self.api?.loop.cancel(timer) }
-        self.deadline = nil
-        self.phase = .idle
-        guard self.deviceStatus == .disconnected, self.reconnectTimer == nil else { return }
-        if retry {
-            self.startAttempt()
-        } else {
-            self.scheduleReconnect()
-        }
-    }
-
-    /// The link went down after it was up (Connected=false, a notification socket hung up, or the object vanished).
-    func linkLost() {
-        guard self.deviceStatus == .connected || self.deviceStatus == .connecting else { return }
-        if self.deviceStatus == .connected { self.counters.linkLosses &+= 1 }
-        self.cancelTimers()
-        self.closeStreams()
-        self.phase = .idle
-        self.connectedSince = nil
-        self.setStatus(.disconnected)
-        self.failures = 0
-        self.scheduleReconnect()
-        self.api?.reconcileDiscovery()
-    }
-
-    func scheduleReconnect() {
-        guard self.wantsConnection, self.options.autoReconnect, let api = self.api else {
-            self.wantsConnection = self.wantsConnection && self.options.autoReconnect
-            return
-        }
-        let delay = Backoff.delay(failures: self.failures, initial: api.options.reconnectInitial,
-                                  maximum: api.options.reconnectMax, using: &self.random)
-        self.reconnectTimer = try? api.loop.scheduleTimer(after: delay) { [weak self] in
-            guard let self else { return }
-            self.reconnectTimer = nil
-            self.startAttempt()
-        }
-    }
-
-    func cancelTimers() {
+    private func arm(_ timer: ConnectionLifecycle.Timer, after delay: Duration) {
         guard let loop = self.api?.loop else { return }
-        if let timer = self.reconnectTimer { loop.cancel(timer) }
-        if let timer = self.deadline { loop.cancel(timer) }
-        if let timer = self.profileSettle { loop.cancel(timer) }
-        self.reconnectTimer = nil
-        self.deadline = nil
-        self.profileSettle = nil
+        if let old = self.timers.removeValue(forKey: timer) { loop.cancel(old) }
+        // Throws only once the loop is closed, when nothing runs any more.
+        var handle: TimerHandle?
+        handle = try? loop.scheduleTimer(after: delay) { [weak self] in
+            guard let self, let handle, self.timers[timer] == handle else { return }
+            self.timers[timer] = nil
+            self.handle(.timerFired(timer))
+        }
+        self.timers[timer] = handle
     }
 
     // MARK: Events routed from the API
 
     func propertiesChanged(_ names: [String]) {
-        guard let info = self.api?.bluez.device(at: self.path) else { return }
-        if names.contains("Connected"), !info.connected {
-            switch (self.deviceStatus, self.phase) {
-            case (.disconnecting, _):
-                self.finishDisconnect()
-            case (.disconnected, .releasing(let retry, _)):
-                self.phase = .releasing(retry: retry, linkDown: true)
-            case (.disconnected, .awaitingLinkDown):
-                self.endRelease()
-            default:
-                self.linkLost()
-            }
-            return
-        }
-        // Not `info.connected`: bluetoothd 5.66 never signals `Connected = true` for an LE link it opened when the
-        // ATT channel came up before the kernel's "device connected" event (seen with real bluetoothd, see
-        // Docs/simulator.md), while `ServicesResolved = true` only ever happens on a live link.
-        if self.phase == .resolvingServices, self.deviceStatus == .connecting, info.servicesResolved {
-            self.subscribe()
-        }
+        let view = self.linkView()
+        self.handle(.propertiesChanged(connectedBecameFalse: names.contains("Connected") && !view.connected))
     }
 
     /// New objects under the device (GATT services resolved) or the device itself reappeared.
     func objectsChanged() {
-        switch self.deviceStatus {
-        case .disconnected:
-            self.startAttempt()
-        case .connecting where self.phase.isAwaitingProfile:
-            self.subscribe()
-        default:
-            break
-        }
+        self.handle(.objectsChanged)
     }
 
     func bluezRemoved() {
-        self.present = false
-        self.linkGone()
+        self.handle(.deviceGone)
     }
 
     func bluezVanished() {
-        self.present = false
-        self.linkGone()
-    }
-
-    /// The device object or BlueZ itself is gone: no link is left, ours to finish disconnecting or lost.
-    private func linkGone() {
-        if self.deviceStatus == .disconnecting {
-            self.finishDisconnect()
-        } else {
-            self.linkLost()
-        }
+        self.handle(.deviceGone)
     }
 
     func bluezAvailable() {
-        self.present = self.api?.bluez.device(at: self.path) != nil
-        self.startAttempt()
+        self.handle(.bluezAvailable(devicePresent: self.api?.bluez.device(at: self.path) != nil))
     }
 }
 
