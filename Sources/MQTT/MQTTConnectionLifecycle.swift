@@ -194,7 +194,8 @@ struct MQTTConnectionLifecycle: Hashable, Sendable {
     private mutating func attempt() -> [Action] {
         self.state = .connecting
         self.refusal = nil
-        self.lossReported = false
+        // `lossReported` stays: a loop call whose disconnect callback restarted the client (start() inside the
+        // stopped report) must not end the new attempt with the old socket's failure.
         // libmosquitto closes its old socket and may get the same number back: forget the old registration.
         return [.dropSocketWatch, .openConnection(reconnect: self.hostStored)]
     }

@@ -79,6 +79,7 @@ import TestSupport
         _ = machine.handle(.connectionOpened)
         _ = machine.handle(.connackAccepted)
         #expect(machine.failedAttempts == 0)
+        _ = machine.handle(.loopCallStarting)
         #expect(
             machine.handle(.loopCallFailed(result: Self.connectionLost, errno: 0)) == [
                 .dropSocketWatch, .failUnsentQoS0, .armReconnectTimer(failedAttempts: 0),
@@ -173,6 +174,20 @@ import TestSupport
         _ = machine.handle(.libraryReturned)
         #expect(machine.handle(.loopCallFailed(result: Self.connectionLost, errno: 0)) == [])
         #expect(machine.failedAttempts == 1)
+    }
+
+    /// The application restarts the client inside the stopped report, itself inside the loop call whose disconnect
+    /// callback ended the connection: that call's failure belongs to the old socket, not to the new attempt.
+    @Test func aLoopFailureOfTheOldSocketDoesNotEndAnAttemptStartedInsideItsCallback() {
+        var machine = Self.machine(after: Self.connected + [.disconnectRequested, .disconnectSent])
+        _ = machine.handle(.loopCallStarting)
+        _ = machine.handle(.libraryEntered)
+        #expect(machine.handle(.connectionLost(result: 0, errno: 0)).contains(.report(.stopped)))
+        #expect(machine.handle(.start) == [.armMiscTimer, .dropSocketWatch, .openConnection(reconnect: true)])
+        _ = machine.handle(.connectionOpened)
+        _ = machine.handle(.libraryReturned)
+        #expect(machine.handle(.loopCallFailed(result: Self.connectionLost, errno: 0)) == [])
+        #expect(machine.state == .connecting)
     }
 
     @Test func closeInsideACallbackWaitsForTheOutermostLibraryCall() {
