@@ -53,25 +53,7 @@ extension MQTTClient {
 
     /// CONNACK: accepted, or refused with a reason kept for the disconnect that follows.
     func didReceiveConnack(reasonCode: CInt, flags: CInt) {
-        guard reasonCode == 0 else {
-            self.connackFailure = self.refusal(reasonCode)
-            return
-        }
-        guard self.state == .connecting else { return }
-        self.state = .connected
-        self.failedAttempts = 0
-        self.connectionCount += 1
-        self.logger.info("connected to \(self.options.host):\(self.options.port)")
-        if let handle = self.handle, !self.logger.isEnabled(.debug) {
-            self.setLibraryLog(handle, enabled: false)
-        }
-        for subscription in self.subscriptions {
-            let result = mosquitto_subscribe(self.handle, nil, subscription.topic, CInt(subscription.qos))
-            if result != MOSQ_ERR_SUCCESS.rawValue {
-                self.logger.warn("cannot renew subscription \(subscription.topic): \(MQTTError.libraryText(result))")
-            }
-        }
-        self.onConnectionEvent?(.connected)
+        self.raise(reasonCode == 0 ? .connackAccepted : .connackRefused(self.refusal(reasonCode)))
     }
 
     /// "connection refused: not authorised" from a 3.1.1 CONNACK code or an MQTT 5 reason code.
@@ -89,9 +71,7 @@ extension MQTTClient {
 
     /// The connection (or the attempt) ended; libmosquitto closes the socket right after this callback.
     func didDisconnect(result: CInt, savedErrno: CInt) {
-        self.disconnectReported = true
-        self.disconnectErrno = savedErrno
-        self.connectionEnded(result: result)
+        self.raise(.connectionLost(result: result, errno: savedErrno))
     }
 
     /// QoS 0 written, PUBACK or PUBCOMP received.

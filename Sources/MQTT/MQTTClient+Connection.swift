@@ -9,22 +9,11 @@ extension MQTTClient {
     /// Starts connecting; from then on the client reconnects by itself until ``disconnect()`` or ``close()``.
     ///
     /// The outcome arrives through ``onConnectionEvent``; a failed attempt is retried with backoff, so this only
-    /// throws for a closed client.
+    /// throws for a closed client. Calling it while started does nothing.
     public func start() throws(MQTTError) {
         self.eventLoop.assertInEventLoop()
         guard self.handle != nil, self.state != .closed else { throw MQTTError(.closed, "the MQTT client is closed") }
-        guard self.state == .idle else { return }
-        if self.miscTimer == nil {
-            // Keepalive: loop_misc sends PINGREQ once `keepalive` has passed without traffic and notices a missing
-            // PINGRESP. A quarter of the keepalive (1–10 s) keeps the ping well inside the broker's 1.5 × keepalive
-            // limit while an idle agent wakes rarely (SPEC §14: ≤ 1 wake-up per second when nothing happens).
-            let period = Duration.seconds(Int64(min(max(self.options.keepaliveSeconds / 4, 1), 10)))
-            self.miscTimer = try? self.eventLoop.scheduleTimer(after: period, repeating: period) {
-                [weak self] in
-                self?.runMisc()
-            }
-        }
-        self.attemptConnection()
+        self.raise(.start)
     }
 
     /// Sends DISCONNECT (the broker then discards the will) and stops reconnecting.
@@ -34,119 +23,189 @@ extension MQTTClient {
     /// abandons them.
     public func disconnect() {
         self.eventLoop.assertInEventLoop()
-        switch self.state {
-        case .connected, .connecting:
-            self.state = .disconnecting
-            let result = self.callLibrary { mosquitto_disconnect_v5($0, 0, nil) }
-            if result != MOSQ_ERR_SUCCESS.rawValue && self.state == .disconnecting {
-                // No socket to send it on: already down.
-                self.finishDisconnect()
-            } else {
-                self.updateInterest()
-            }
-        case .waitingToReconnect:
-            if let timer = self.reconnectTimer { self.eventLoop.cancel(timer) }
-            self.reconnectTimer = nil
-            self.finishDisconnect()
-        case .idle, .disconnecting, .closed:
+        self.raise(.disconnectRequested)
+    }
+
+    /// Hands one event to the lifecycle and executes its actions; an event raised meanwhile (by an action, or by a
+    /// callback an action runs) is queued and handled after them, so every transition runs to completion.
+    func raise(_ event: MQTTConnectionLifecycle.Event) {
+        guard !self.lifecycleRunning else {
+            self.lifecycleQueue.append(event)
             return
+        }
+        self.lifecycleRunning = true
+        var next = event
+        while true {
+            for action in self.lifecycle.handle(next) {
+                self.perform(action)
+            }
+            guard !self.lifecycleQueue.isEmpty else { break }
+            next = self.lifecycleQueue.removeFirst()
+        }
+        self.lifecycleRunning = false
+    }
+
+    /// Executes one action of the lifecycle.
+    func perform(_ action: MQTTConnectionLifecycle.Action) {
+        switch action {
+        case .openConnection(let reconnect):
+            self.openConnection(reconnect: reconnect)
+        case .sendDisconnect:
+            let result = self.callLibrary { mosquitto_disconnect_v5($0, 0, nil) }
+            self.raise(result == MOSQ_ERR_SUCCESS.rawValue ? .disconnectSent : .disconnectFailed)
+        case .armReconnectTimer(let failedAttempts):
+            self.cancelReconnectTimer()
+            let delay = self.nextBackoff(failedAttempts: failedAttempts)
+            self.retryDelay = delay
+            self.reconnectTimer = try? self.eventLoop.scheduleTimer(after: delay) { [weak self] in
+                guard let self else { return }
+                self.reconnectTimer = nil
+                self.raise(.reconnectTimerFired)
+            }
+        case .cancelReconnectTimer:
+            self.cancelReconnectTimer()
+        case .armMiscTimer:
+            guard self.miscTimer == nil else { return }
+            // Keepalive: loop_misc sends PINGREQ once `keepalive` has passed without traffic and notices a missing
+            // PINGRESP. A quarter of the keepalive (1–10 s) keeps the ping well inside the broker's 1.5 × keepalive
+            // limit while an idle agent wakes rarely (SPEC §14: ≤ 1 wake-up per second when nothing happens).
+            let period = Duration.seconds(Int64(min(max(self.options.keepaliveSeconds / 4, 1), 10)))
+            self.miscTimer = try? self.eventLoop.scheduleTimer(after: period, repeating: period) {
+                [weak self] in
+                self?.runMisc()
+            }
+        case .cancelMiscTimer:
+            self.cancelMiscTimer()
+        case .watchSocket:
+            self.updateInterest()
+        case .dropSocketWatch:
+            self.dropRegistration()
+        case .resubscribe:
+            for subscription in self.subscriptions {
+                let result = mosquitto_subscribe(self.handle, nil, subscription.topic, CInt(subscription.qos))
+                if result != MOSQ_ERR_SUCCESS.rawValue {
+                    self.logger.warn(
+                        "cannot renew subscription \(subscription.topic): \(MQTTError.libraryText(result))"
+                    )
+                }
+            }
+        case .failUnsentQoS0:
+            self.failUnsentQoS0()
+        case .abandonPending:
+            let abandoned = self.pending
+            self.pending.removeAll()
+            for (mid, entry) in abandoned.sorted(by: { $0.key < $1.key }) {
+                self.report(mid: mid, entry: entry, outcome: .abandoned)
+            }
+        case .releaseHandle:
+            self.destroyHandle()
+        case .report(let report):
+            self.report(report)
         }
     }
 
-    func finishDisconnect() {
-        self.dropRegistration()
+    /// Reports a connection change through ``onConnectionEvent``.
+    func report(_ report: MQTTConnectionLifecycle.Report) {
+        switch report {
+        case .connected:
+            self.connectionCount += 1
+            self.logger.info("connected to \(self.options.host):\(self.options.port)")
+            if let handle = self.handle, !self.logger.isEnabled(.debug) {
+                self.setLibraryLog(handle, enabled: false)
+            }
+            self.onConnectionEvent?(.connected)
+        case .retrying(let cause):
+            let error = self.failure(cause)
+            let delay = self.retryDelay
+            self.logger.warn(
+                "MQTT \(self.options.host):\(self.options.port): \(error.message); "
+                    + "retrying in \(MQTTClient.seconds(delay))"
+            )
+            self.onConnectionEvent?(.disconnected(error: error, retryIn: delay))
+        case .stopped:
+            self.logger.info("disconnected from \(self.options.host):\(self.options.port)")
+            self.onConnectionEvent?(.disconnected(error: nil, retryIn: nil))
+        case .closed:
+            self.onConnectionEvent?(.disconnected(error: MQTTError(.closed, "closed"), retryIn: nil))
+        }
+    }
+
+    func cancelReconnectTimer() {
+        if let timer = self.reconnectTimer {
+            self.eventLoop.cancel(timer)
+            self.reconnectTimer = nil
+        }
+    }
+
+    func cancelMiscTimer() {
         if let timer = self.miscTimer {
-            // An idle client needs no wake-ups; ``start()`` re-arms it.
             self.eventLoop.cancel(timer)
             self.miscTimer = nil
         }
-        self.failUnsentQoS0()
-        self.state = .idle
-        self.logger.info("disconnected from \(self.options.host):\(self.options.port)")
-        self.onConnectionEvent?(.disconnected(error: nil, retryIn: nil))
     }
 
     /// One connection attempt: TCP connect (non-blocking), TLS and CONNECT follow on the loop.
-    func attemptConnection() {
-        self.reconnectTimer = nil
-        self.state = .connecting
-        self.connackFailure = nil
+    func openConnection(reconnect: Bool) {
         self.lastLibraryError = nil
-        self.disconnectReported = false
-        // libmosquitto closes its old socket and may get the same number back: forget the old registration.
-        self.dropRegistration()
         if let handle = self.handle { self.setLibraryLog(handle, enabled: true) }
         let options = self.options
+        var savedErrno: CInt = 0
         let result = self.callLibrary { handle in
-            if self.connectInitialised {
-                return mosquitto_reconnect_async(handle)
-            }
-            return mosquitto_connect_bind_async(
-                handle, options.host, CInt(options.port), CInt(options.keepaliveSeconds), nil
-            )
+            let result =
+                reconnect
+                ? mosquitto_reconnect_async(handle)
+                : mosquitto_connect_bind_async(
+                    handle, options.host, CInt(options.port), CInt(options.keepaliveSeconds), nil
+                )
+            savedErrno = errno
+            return result
         }
-        let savedErrno = errno
-        guard self.handle != nil, self.state == .connecting else { return }
-        if result != MOSQ_ERR_SUCCESS.rawValue {
-            if result == MOSQ_ERR_INVAL.rawValue || result == MOSQ_ERR_NOMEM.rawValue {
-                // Nothing was stored: the next attempt must pass host and port again.
-                self.connectInitialised = false
-            } else {
-                self.connectInitialised = true
-            }
-            self.disconnectErrno = savedErrno
-            self.connectionEnded(result: result)
+        guard result != MOSQ_ERR_SUCCESS.rawValue else {
+            self.raise(.connectionOpened)
             return
         }
-        self.connectInitialised = true
-        self.updateInterest()
+        // Nothing was stored after INVAL or NOMEM: the next attempt must pass host and port again.
+        let hostStored = result != MOSQ_ERR_INVAL.rawValue && result != MOSQ_ERR_NOMEM.rawValue
+        self.raise(.openFailed(result: result, errno: savedErrno, hostStored: hostStored))
     }
 
     /// The socket is ready: let libmosquitto read and write as much as it can without blocking.
     func socketReady(_ events: IOEvents) {
         guard self.handle != nil, let registration = self.registration else { return }
         if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) {
-            self.disconnectReported = false
-            let result = self.callLibrary { mosquitto_loop_read($0, 1) }
-            self.checkLoopResult(result)
+            self.loopCall { mosquitto_loop_read($0, 1) }
         }
         if self.registration == registration && (events.contains(.writable) || self.wantsWrite) {
-            self.disconnectReported = false
-            let result = self.callLibrary { mosquitto_loop_write($0, 1) }
-            self.checkLoopResult(result)
+            self.loopCall { mosquitto_loop_write($0, 1) }
         }
         if self.registration == registration && !events.isDisjoint(with: [.hangup, .error]) {
             // The peer is gone but libmosquitto did not notice (a handshake in progress): never spin on it.
-            self.disconnectReported = false
-            self.checkLoopResult(CInt(MOSQ_ERR_CONN_LOST.rawValue))
+            let savedErrno = errno
+            self.raise(.loopCallStarting)
+            self.raise(.loopCallFailed(result: CInt(MOSQ_ERR_CONN_LOST.rawValue), errno: savedErrno))
         }
         self.updateInterest()
     }
 
     /// Keepalive (PINGREQ, timeout) and QoS retries, once a second while a connection exists.
     func runMisc() {
-        switch self.state {
-        case .connecting, .connected, .disconnecting:
-            self.disconnectReported = false
-            let result = self.callLibrary { mosquitto_loop_misc($0) }
-            if result != MOSQ_ERR_NO_CONN.rawValue { self.checkLoopResult(result) }
-            self.updateInterest()
-        case .idle, .waitingToReconnect, .closed:
-            return
-        }
+        guard self.lifecycle.hasConnection else { return }
+        self.loopCall(ignoring: CInt(MOSQ_ERR_NO_CONN.rawValue)) { mosquitto_loop_misc($0) }
+        self.updateInterest()
     }
 
-    /// A loop call failed without libmosquitto's disconnect callback (libmosquitto 2.0 returns handshake
-    /// failures straight from `loop_read`): end the attempt ourselves.
-    func checkLoopResult(_ result: CInt) {
-        guard result != MOSQ_ERR_SUCCESS.rawValue, !self.disconnectReported, self.handle != nil else { return }
-        switch self.state {
-        case .connecting, .connected, .disconnecting:
-            self.disconnectErrno = errno
-            self.connectionEnded(result: result)
-        case .idle, .waitingToReconnect, .closed:
-            return
+    /// Runs `mosquitto_loop_read`/`write`/`misc`; a failure the disconnect callback did not report ends the
+    /// attempt all the same (libmosquitto 2.0 returns handshake failures straight from `loop_read`).
+    func loopCall(ignoring ignored: CInt = CInt(MOSQ_ERR_SUCCESS.rawValue), _ body: (OpaquePointer) -> CInt) {
+        self.raise(.loopCallStarting)
+        var savedErrno: CInt = 0
+        let result = self.callLibrary { handle in
+            let result = body(handle)
+            savedErrno = errno
+            return result
         }
+        guard result != MOSQ_ERR_SUCCESS.rawValue, result != ignored, self.handle != nil else { return }
+        self.raise(.loopCallFailed(result: result, errno: savedErrno))
     }
 
     /// Whether libmosquitto has output queued (or a TLS handshake wants to write).
@@ -159,8 +218,7 @@ extension MQTTClient {
     func updateInterest() {
         guard let handle = self.handle else { return }
         let socket = mosquitto_socket(handle)
-        guard socket >= 0, self.state == .connecting || self.state == .connected || self.state == .disconnecting
-        else {
+        guard socket >= 0, self.lifecycle.hasConnection else {
             self.dropRegistration()
             return
         }
@@ -186,7 +244,7 @@ extension MQTTClient {
             self.registeredInterest = interest
         } catch {
             self.logger.error("cannot watch the MQTT socket: \(error)")
-            self.connectionEnded(result: CInt(MOSQ_ERR_ERRNO.rawValue))
+            self.raise(.connectionLost(result: CInt(MOSQ_ERR_ERRNO.rawValue), errno: error.rawValue))
         }
     }
 
@@ -196,33 +254,6 @@ extension MQTTClient {
             self.registration = nil
             self.registeredInterest = []
         }
-    }
-
-    /// The attempt or connection is over: report it, then retry after a backoff unless we are stopping.
-    func connectionEnded(result: CInt) {
-        self.dropRegistration()
-        self.failUnsentQoS0()
-        switch self.state {
-        case .disconnecting:
-            self.finishDisconnect()
-            return
-        case .idle, .waitingToReconnect, .closed:
-            return
-        case .connecting, .connected:
-            break
-        }
-        let error = self.failure(result)
-        let delay = self.nextBackoff()
-        self.failedAttempts += 1
-        self.state = .waitingToReconnect
-        self.reconnectTimer = try? self.eventLoop.scheduleTimer(after: delay) { [weak self] in
-            guard let self, self.state == .waitingToReconnect else { return }
-            self.attemptConnection()
-        }
-        self.logger.warn(
-            "MQTT \(self.options.host):\(self.options.port): \(error.message); retrying in \(MQTTClient.seconds(delay))"
-        )
-        self.onConnectionEvent?(.disconnected(error: error, retryIn: delay))
     }
 
     /// QoS 0 messages still queued die with the socket (libmosquitto keeps only QoS ≥ 1 across reconnects).
@@ -239,8 +270,18 @@ extension MQTTClient {
     }
 
     /// The one-line cause of a failed attempt or a lost connection.
-    func failure(_ result: CInt) -> MQTTError {
-        if let refusal = self.connackFailure { return refusal }
+    func failure(_ cause: MQTTConnectionLifecycle.Cause) -> MQTTError {
+        let result: CInt
+        let errorNumber: CInt
+        let wasConnected: Bool
+        switch cause {
+        case .refused(let refusal):
+            return refusal
+        case .library(let code, let savedErrno, let connected):
+            result = code
+            errorNumber = savedErrno
+            wasConnected = connected
+        }
         if result == MOSQ_ERR_TLS.rawValue
             || (self.lastLibraryError?.contains("OpenSSL") ?? false)
         {
@@ -257,8 +298,8 @@ extension MQTTClient {
         case CInt(MOSQ_ERR_SUCCESS.rawValue):
             return MQTTError(.connectionLost, "connection lost: the broker closed the connection", reasonCode: result)
         case CInt(MOSQ_ERR_ERRNO.rawValue):
-            let reason = self.disconnectErrno == 0 ? "socket error" : Errno(rawValue: self.disconnectErrno).description
-            let verb = self.state == .connected ? "connection lost" : "cannot connect"
+            let reason = errorNumber == 0 ? "socket error" : Errno(rawValue: errorNumber).description
+            let verb = wasConnected ? "connection lost" : "cannot connect"
             return MQTTError(.connectionLost, "\(verb): \(reason)", reasonCode: result)
         case CInt(MOSQ_ERR_CONN_LOST.rawValue):
             return MQTTError(.connectionLost, "connection lost: the broker closed the connection", reasonCode: result)
@@ -269,7 +310,7 @@ extension MQTTClient {
         case CInt(MOSQ_ERR_EAI.rawValue):
             return MQTTError(.connectionLost, "cannot resolve \(self.options.host)", reasonCode: result)
         default:
-            let verb = self.state == .connected ? "connection lost" : "cannot connect"
+            let verb = wasConnected ? "connection lost" : "cannot connect"
             return MQTTError.mosquitto(result, verb)
         }
     }
@@ -287,10 +328,12 @@ extension MQTTClient {
 
     /// Exponential backoff with "equal jitter": half the step fixed, half random, so a fleet restarted together
     /// does not reconnect in lockstep.
-    func nextBackoff() -> Duration {
+    ///
+    /// - Parameter failedAttempts: failed attempts since the last accepted connection.
+    func nextBackoff(failedAttempts: Int) -> Duration {
         let initial = max(self.options.reconnectInitial.saturatingMilliseconds, 1)
         let maximum = max(self.options.reconnectMaximum.saturatingMilliseconds, initial)
-        let shift = min(self.failedAttempts, 30)
+        let shift = min(max(failedAttempts, 0), 30)
         let step = min(initial << shift, maximum)
         let half = step / 2
         return .milliseconds(half + Int64.random(in: 0...(step - half)))

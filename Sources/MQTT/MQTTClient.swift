@@ -25,17 +25,20 @@ public final class MQTTClient {
     /// The libmosquitto handle (`struct mosquitto *`); `nil` once closed.
     var handle: OpaquePointer?
     /// Where the connection stands.
-    public internal(set) var state: MQTTConnectionState = .idle
+    public var state: MQTTConnectionState { self.lifecycle.state }
+    /// The connection lifecycle: changed only by ``raise(_:)``, which executes its actions.
+    var lifecycle = MQTTConnectionLifecycle()
+    /// Events raised while another event's actions execute, handled after them (run to completion).
+    var lifecycleQueue: [MQTTConnectionLifecycle.Event] = []
+    var lifecycleRunning = false
 
     /// The socket's registration with the loop, while libmosquitto has a socket we watch.
     var registration: IORegistration?
     var registeredInterest: IOEvents = []
     var miscTimer: TimerHandle?
     var reconnectTimer: TimerHandle?
-    /// Failed attempts since the last accepted connection: the backoff exponent.
-    var failedAttempts = 0
-    /// Whether `mosquitto_connect_bind_async` has stored host and port; later attempts use `reconnect_async`.
-    var connectInitialised = false
+    /// The delay the reconnect timer was last armed with, reported with the failure that armed it.
+    var retryDelay: Duration = .zero
 
     /// Messages handed to libmosquitto whose outcome is not known yet, by message id.
     var pending: [Int32: PendingPublish] = [:]
@@ -51,17 +54,8 @@ public final class MQTTClient {
     var subscriptions: [(topic: String, qos: Int)] = []
     var subscribeCallbacks: [Int32: (Int) -> Void] = [:]
 
-    /// The CONNACK refusal of the current attempt, reported when the connection then closes.
-    var connackFailure: MQTTError?
     /// The last error line libmosquitto logged in this attempt (OpenSSL's reason for a failed handshake).
     var lastLibraryError: String?
-    /// `errno` captured at the disconnect callback, before later calls overwrite it.
-    var disconnectErrno: CInt = 0
-    /// Set by the disconnect callback, so that a failing loop call without one is recognised.
-    var disconnectReported = false
-    /// Nesting of calls into libmosquitto; ``close()`` inside a callback waits until the outermost returns.
-    var libraryDepth = 0
-    var closeRequested = false
 
     /// Called on every connection change.
     public var onConnectionEvent: ((MQTTConnectionEvent) -> Void)?
@@ -104,6 +98,7 @@ public final class MQTTClient {
         self.handle = handle
         self.pending.reserveCapacity(max(options.maxInflight, 1))
         self.earlyOutcomes.reserveCapacity(4)
+        self.lifecycleQueue.reserveCapacity(8)
         do {
             try self.configure(handle)
         } catch {
@@ -123,41 +118,23 @@ public final class MQTTClient {
     ///
     /// Every message still awaiting its outcome ends ``MQTTPublishOutcome/abandoned``. Inside a libmosquitto
     /// callback (a connection event, a message, an acknowledgement) the release waits until libmosquitto
-    /// returns. Calling it again does nothing.
+    /// returns, and inside ``onConnectionEvent`` until the event's transition has run to completion. Calling it
+    /// again does nothing.
     public func close() {
         self.eventLoop.assertInEventLoop()
-        guard self.state != .closed else { return }
-        if self.libraryDepth > 0 {
-            self.closeRequested = true
-            return
-        }
-        let wasLive = self.state != .idle
-        self.releaseHandle()
-        self.state = .closed
-        let abandoned = self.pending
-        self.pending.removeAll()
-        for (mid, entry) in abandoned.sorted(by: { $0.key < $1.key }) {
-            self.report(mid: mid, entry: entry, outcome: .abandoned)
-        }
-        if wasLive {
-            self.onConnectionEvent?(.disconnected(error: MQTTError(.closed, "closed"), retryIn: nil))
-        }
+        self.raise(.close)
     }
 
     /// Stops watching the socket, cancels the timers, destroys the handle and frees the property lists.
     func releaseHandle() {
-        if let registration = self.registration {
-            self.eventLoop.deregister(registration)
-            self.registration = nil
-        }
-        if let timer = self.miscTimer {
-            self.eventLoop.cancel(timer)
-            self.miscTimer = nil
-        }
-        if let timer = self.reconnectTimer {
-            self.eventLoop.cancel(timer)
-            self.reconnectTimer = nil
-        }
+        self.dropRegistration()
+        self.cancelMiscTimer()
+        self.cancelReconnectTimer()
+        self.destroyHandle()
+    }
+
+    /// Destroys the handle and frees the property lists.
+    func destroyHandle() {
         if let handle = self.handle {
             mosquitto_destroy(handle)
             self.handle = nil
@@ -172,19 +149,15 @@ public final class MQTTClient {
         self.expiryProperties.removeAll()
     }
 
-    /// Runs one libmosquitto call that may invoke callbacks, and performs a ``close()`` they requested once the
-    /// outermost call has returned.
+    /// Runs one libmosquitto call that may invoke callbacks; a ``close()`` they request waits until the outermost
+    /// call has returned (``MQTTConnectionLifecycle/Event/libraryEntered``).
     ///
     /// - Returns: the call's `MOSQ_ERR_*` result, or `MOSQ_ERR_INVAL` when the client is closed.
     func callLibrary(_ body: (OpaquePointer) -> CInt) -> CInt {
         guard let handle = self.handle else { return CInt(MOSQ_ERR_INVAL.rawValue) }
-        self.libraryDepth += 1
+        self.raise(.libraryEntered)
         let result = body(handle)
-        self.libraryDepth -= 1
-        if self.libraryDepth == 0 && self.closeRequested {
-            self.closeRequested = false
-            self.close()
-        }
+        self.raise(.libraryReturned)
         return result
     }
 }
