@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bluetooth
 import Agent
 import Config
 import E4
@@ -27,7 +28,7 @@ public enum CaptureCommand: CtlCommand {
 
     /// Records notifications into a growing byte buffer and reports through the API's delegates.
     final class Recorder: EmpaticaDelegate, EmpaticaDeviceDelegate {
-        let target: DeviceAddress
+        let target: BluetoothAddress
         let loop: EventLoop
         let seconds: Int
         weak var api: EmpaticaAPI?
@@ -37,7 +38,7 @@ public enum CaptureCommand: CtlCommand {
         var failure: String?
         var stopTimer: TimerHandle?
 
-        init(target: DeviceAddress, loop: EventLoop, seconds: Int) {
+        init(target: BluetoothAddress, loop: EventLoop, seconds: Int) {
             self.target = target
             self.loop = loop
             self.seconds = seconds
@@ -104,7 +105,7 @@ public enum CaptureCommand: CtlCommand {
             Console.err("usage: \(self.usage)")
             return 2
         }
-        guard let addressText = values["--address"], let address = DeviceAddress(addressText) else {
+        guard let addressText = values["--address"], let address = BluetoothAddress(addressText) else {
             Console.err("capture: --address expects a Bluetooth address like 00:07:80:9F:F1:67")
             return 2
         }

@@ -1,4 +1,5 @@
 import Agent
+import Bluetooth
 import BlueZ
 import Config
 import DBus
@@ -112,7 +113,7 @@ public enum ScanCommand: CtlCommand {
         var rows = [["ADDRESS", "SERIAL", "NAME", "RSSI", "ALLOWED"]]
         for device in devices {
             guard let name = device.name, E4Profile.isE4FamilyName(name), let text = device.address,
-                  let address = DeviceAddress(text) else { continue }
+                  let address = BluetoothAddress(text) else { continue }
             let serial = address.serial
             let whitelisted = configuration?.wristbands.contains {
                 $0.serial == serial || $0.address == address.description

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bluetooth
 import BlueZ
 import DBus
 import E4
@@ -225,7 +226,7 @@ public final class EmpaticaAPI {
             return
         }
         guard let name = info.name, E4Profile.isE4FamilyName(name),
-              let addressText = info.address, let address = DeviceAddress(addressText) else { return }
+              let addressText = info.address, let address = BluetoothAddress(addressText) else { return }
         let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info)
         device.allowed = self.grant?.allows(serial: device.serialNumber) ?? false
         self.devicesByPath[path] = device

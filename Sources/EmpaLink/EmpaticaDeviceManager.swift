@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bluetooth
 import BlueZ
 import DBus
 import E4
@@ -39,7 +40,7 @@ public final class EmpaticaDeviceManager {
     weak var api: EmpaticaAPI?
     /// The BlueZ object path.
     public let path: String
-    public let address: DeviceAddress
+    public let address: BluetoothAddress
     /// Lower-case hex of the address's last three bytes, e.g. `9ff167`.
     public var serialNumber: String { self.address.serial }
     public private(set) var name: String
@@ -85,7 +86,7 @@ public final class EmpaticaDeviceManager {
     var decoding = DeviceStreams()
     var random = SystemRandomNumberGenerator()
 
-    init(api: EmpaticaAPI, path: String, address: DeviceAddress, info: BlueZDeviceInfo) {
+    init(api: EmpaticaAPI, path: String, address: BluetoothAddress, info: BlueZDeviceInfo) {
         self.api = api
         self.path = path
         self.address = address
