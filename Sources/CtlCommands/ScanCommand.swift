@@ -112,8 +112,7 @@ public enum ScanCommand: CtlCommand {
                       grant: Result<Keyring.Grant, CtlSupport.Message>) -> String {
         var rows = [["ADDRESS", "SERIAL", "NAME", "RSSI", "ALLOWED"]]
         for device in devices {
-            guard let name = device.name, E4Profile.isE4FamilyName(name), let text = device.address,
-                  let address = BluetoothAddress(text) else { continue }
+            guard let name = device.name, E4Profile.isE4FamilyName(name), let address = device.address else { continue }
             let serial = address.serial
             let whitelisted = configuration?.wristbands.contains {
                 $0.serial == serial || $0.address == address.description

@@ -226,7 +226,7 @@ public final class EmpaticaAPI {
             return
         }
         guard let name = info.name, E4Profile.isE4FamilyName(name),
-              let addressText = info.address, let address = BluetoothAddress(addressText) else { return }
+              let address = info.address else { return }
         let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info)
         device.allowed = self.grant?.allows(serial: device.serialNumber) ?? false
         self.devicesByPath[path] = device

@@ -20,7 +20,7 @@ extension EmpaticaDeviceManager {
         guard let api = self.api else { return }
         let characteristics = api.bluez.characteristics(of: self.path)
         func find(_ uuid: BluetoothUUID) -> BlueZCharacteristicInfo? {
-            characteristics.first { BluetoothUUID($0.uuid) == uuid }
+            characteristics.first { $0.uuid == uuid }
         }
         let wanted: [(E4Stream, BlueZCharacteristicInfo)] = E4Stream.allCases.compactMap { stream in
             find(stream.characteristic).map { (stream, $0) }
@@ -139,7 +139,7 @@ extension EmpaticaDeviceManager {
     func readBattery() {
         guard let api = self.api,
               let battery = api.bluez.characteristics(of: self.path)
-                .first(where: { BluetoothUUID($0.uuid) == E4Profile.batteryCharacteristic }) else { return }
+                .first(where: { $0.uuid == E4Profile.batteryCharacteristic }) else { return }
         api.bluez.readValue(characteristic: battery.path) { [weak self] result in
             guard let self, case .success(let bytes) = result else { return }
             bytes.withUnsafeBytes { self.receive(.battery, $0) }
