@@ -77,15 +77,15 @@ let package = Package(
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         // An app that uses only the public EmpaLink API (SPEC §7's runnable example).
-        .executableTarget(name: "empalink-example", dependencies: ["EmpaLink", "DBus", "EventLoop"],
+        .executableTarget(name: "empalink-example", dependencies: ["EmpaLink", "EventLoop"],
                           swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["CtlCommands"], swiftSettings: strict),
         // Allocation counting (SPEC §8, §14): malloc & co. overridden by `CAllocationCounter`, which must never be
         // linked into the test bundle (it would replace every suite's allocator), hence its own executable.
         .target(name: "CAllocationCounter"),
         .executableTarget(name: "empalink-alloc-check",
-                          dependencies: ["CAllocationCounter", "Bluetooth", "E4", "EmpaLink", "BlueZ", "EventLoop", "Posix", "MQTT",
-                                         "Logging", "Spool", "Config", "Agent"],
+                          dependencies: ["CAllocationCounter", "Bluetooth", "E4", "EmpaLink", "BlueZ", "EventLoop", "Posix",
+                                         "MQTT", "Logging", "Spool", "Config", "Agent"],
                           swiftSettings: strict),
         .executableTarget(name: "empalink-bench",
                           dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],
@@ -94,8 +94,8 @@ let package = Package(
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"], swiftSettings: strict),
         .testTarget(name: "BlueZTests", dependencies: ["Bluetooth", "BlueZ", "DBus", "EventLoop", "Posix"],
                     swiftSettings: strict),
-        .testTarget(name: "EmpaLinkTests", dependencies: ["Bluetooth", "EmpaLink", "Config", "BlueZ", "DBus", "EventLoop", "E4",
-                                                          "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "EmpaLinkTests", dependencies: ["Bluetooth", "EmpaLink", "Config", "BlueZ", "DBus", "EventLoop",
+                                                          "E4", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["Bluetooth", "E4"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "CtlCommands", "TestSupport"], swiftSettings: strict),

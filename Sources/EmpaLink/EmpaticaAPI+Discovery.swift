@@ -104,7 +104,7 @@ extension EmpaticaAPI {
                         self.startWatchdog()
                     case .failure(let error):
                         self.discoveryFailures &+= 1
-                        self.lastDiscoveryError = error
+                        self.lastDiscoveryError = .bluez(name: error.name, message: error.message)
                     }
                     self.reconcileDiscovery()
                 }

@@ -4,34 +4,36 @@ import Glibc
 import Bluetooth
 import BlueZ
 import DBus
-import E4
 import EventLoop
 import Posix
 
-/// Subscribing to the wristband's characteristics and decoding what they send.
+/// Subscribing to the device's characteristics, starting its session, and decoding what it sends — all as its
+/// ``DeviceProfile`` describes.
 extension EmpaticaDeviceManager {
-    /// Finds the E4 characteristics, subscribes to each stream, then writes the start command.
+    /// Finds the profile's characteristics, subscribes to each that notifies, then starts the session.
     ///
     /// bluetoothd 5.66 can signal `ServicesResolved = true` before it has exported every GATT object (their
     /// `InterfacesAdded` follow; seen in the real-BlueZ VM), so a characteristic missing now may still come:
     /// the attempt records what is missing and ``objectsChanged()`` calls again. At the attempt's deadline
-    /// (`final`) it goes on with the streams that are there, or fails when the command or BVP is missing.
+    /// (`final`) it goes on with the characteristics that are there, or fails when a required one is missing.
     func subscribe(final: Bool = false) {
         guard let api = self.api else { return }
-        let characteristics = api.bluez.characteristics(of: self.path)
-        func find(_ uuid: BluetoothUUID) -> BlueZCharacteristicInfo? {
-            characteristics.first { $0.uuid == uuid }
+        let present = api.bluez.characteristics(of: self.path)
+        var found: [(channel: Int, path: String)] = []
+        var missing: [ProfileCharacteristic] = []
+        for (channel, wanted) in self.channels.enumerated() {
+            if let match = present.first(where: { $0.uuid == wanted.uuid }) {
+                found.append((channel, match.path))
+            } else {
+                missing.append(wanted)
+            }
         }
-        let wanted: [(E4Stream, BlueZCharacteristicInfo)] = E4Stream.allCases.compactMap { stream in
-            find(stream.characteristic).map { (stream, $0) }
-        }
-        let command = find(E4Profile.commandCharacteristic)
-        var missing = E4Stream.allCases.filter { stream in !wanted.contains { $0.0 == stream } }.map(\.rawValue)
-        if command == nil { missing.insert("command", at: 0) }
+        let missingRequired = missing.first(where: \.isRequired)
         if !missing.isEmpty && !final {
-            self.phase = .awaitingProfile(missing: "no characteristic for " + missing.joined(separator: ", "))
-            if command != nil, wanted.contains(where: { $0.0 == .bvp }) {
-                // Only optional streams missing: go on once no new object has come for a second.
+            let labels = missing.map(\.label).joined(separator: ", ")
+            self.phase = .awaitingProfile(missing: "no characteristic for " + labels)
+            if missingRequired == nil {
+                // Only optional characteristics missing: go on once no new object has come for a second.
                 if let timer = self.profileSettle { api.loop.cancel(timer) }
                 let attempt = self.attempt
                 self.profileSettle = try? api.loop.scheduleTimer(after: .seconds(1)) { [weak self] in
@@ -46,23 +48,25 @@ extension EmpaticaDeviceManager {
         if let timer = self.profileSettle { api.loop.cancel(timer) }
         self.profileSettle = nil
         self.phase = .subscribing
-        guard let command else {
-            self.attemptFailed(.profileMismatch("no command characteristic 3E71"))
-            return
-        }
-        guard wanted.contains(where: { $0.0 == .bvp }) else {
-            self.attemptFailed(.profileMismatch("no BVP characteristic 3EA1"))
+        if let missingRequired {
+            self.attemptFailed(.profileMismatch(
+                "no \(missingRequired.label) characteristic \(missingRequired.uuid.shortDescription)"))
             return
         }
         let attempt = self.attempt
-        var remaining = wanted.count
+        let notifying = found.filter { self.channels[$0.channel].notifies }
+        var remaining = notifying.count
         let subscribed: () -> Void = { [weak self] in
             remaining -= 1
             guard let self, remaining == 0, self.attempt == attempt, self.deviceStatus == .connecting else { return }
-            self.writeStart(command.path, attempt: attempt)
+            self.startSession(found, attempt: attempt)
         }
-        for (stream, characteristic) in wanted {
-            api.bluez.acquireNotify(characteristic: characteristic.path) { [weak self] result in
+        guard !notifying.isEmpty else {
+            self.startSession(found, attempt: attempt)
+            return
+        }
+        for (channel, path) in notifying {
+            api.bluez.acquireNotify(characteristic: path) { [weak self] result in
                 guard let self, self.attempt == attempt, self.deviceStatus == .connecting else {
                     if case .success(let (fd, _)) = result { fd.close() }
                     return
@@ -70,14 +74,14 @@ extension EmpaticaDeviceManager {
                 switch result {
                 case .success(let (fd, mtu)):
                     self.counters.acquiredNotifications &+= 1
-                    self.open(stream, fd: fd, mtu: mtu)
+                    self.open(channel, fd: fd, mtu: mtu)
                     subscribed()
                 case .failure:
                     // AcquireNotify refused (older BlueZ, another client holds it): notifications as
                     // PropertiesChanged(Value) instead.
                     self.counters.startNotifyFallbacks &+= 1
-                    self.valueSubscriptions[characteristic.path] = stream
-                    api.bluez.startNotify(characteristic: characteristic.path) { [weak self] result in
+                    self.valueSubscriptions[path] = channel
+                    api.bluez.startNotify(characteristic: path) { [weak self] result in
                         guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
                         if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
                             self.attemptFailed(.bluez(name: error.name, message: error.message))
@@ -90,7 +94,7 @@ extension EmpaticaDeviceManager {
         }
     }
 
-    func open(_ stream: E4Stream, fd: FileDescriptor, mtu: Int) {
+    func open(_ channel: Int, fd: FileDescriptor, mtu: Int) {
         guard let api = self.api else {
             fd.close()
             return
@@ -103,7 +107,7 @@ extension EmpaticaDeviceManager {
             return
         }
         reader.onNotification = { [unowned self] bytes in
-            self.receive(stream, bytes)
+            self.receive(channel, bytes)
         }
         reader.onClose = { [weak self] _ in
             // BlueZ closes every socket when the link drops; one hang-up is enough to start over.
@@ -112,37 +116,55 @@ extension EmpaticaDeviceManager {
         self.streams.append(reader)
     }
 
-    func writeStart(_ command: String, attempt: UInt64) {
+    /// Writes the profile's session start, in order, to the characteristics found (a write to an optional one that
+    /// is absent is left out), then the device is connected.
+    func startSession(_ found: [(channel: Int, path: String)], attempt: UInt64) {
+        let writes = self.profile.sessionStart(unixTime: Self.now()).compactMap { write in
+            found.first { $0.channel == write.channel }.map { (path: $0.path, write: write) }
+        }
+        self.writeSessionStart(writes[...], attempt: attempt)
+    }
+
+    func writeSessionStart(_ writes: ArraySlice<(path: String, write: ProfileWrite)>, attempt: UInt64) {
         guard let api = self.api else { return }
-        var packet = E4PacketBytes()
-        E4Command.start(unixTime: UInt32(clamping: Int(Self.now()))).encode(into: &packet)
-        let bytes = packet.withUnsafeBytes { Array($0) }
-        api.bluez.writeValue(characteristic: command, bytes) { [weak self] result in
+        guard let next = writes.first else {
+            self.sessionStarted()
+            return
+        }
+        api.bluez.writeValue(characteristic: next.path, next.write.bytes, withResponse: next.write.withResponse) {
+            [weak self] result in
             guard let self, self.attempt == attempt, self.deviceStatus == .connecting else { return }
             switch result {
             case .failure(let error):
                 self.attemptFailed(.bluez(name: error.name, message: error.message))
             case .success:
-                self.cancelTimers()
-                self.phase = .idle
-                self.failures = 0
-                self.lastError = nil
-                self.connectedSince = Self.now()
-                self.decoding.reset()
-                self.setStatus(.connected)
-                self.readBattery()
-                self.api?.reconcileDiscovery()
+                self.writeSessionStart(writes.dropFirst(), attempt: attempt)
             }
         }
     }
 
-    func readBattery() {
-        guard let api = self.api,
-              let battery = api.bluez.characteristics(of: self.path)
-                .first(where: { $0.uuid == E4Profile.batteryCharacteristic }) else { return }
-        api.bluez.readValue(characteristic: battery.path) { [weak self] result in
-            guard let self, case .success(let bytes) = result else { return }
-            bytes.withUnsafeBytes { self.receive(.battery, $0) }
+    func sessionStarted() {
+        self.cancelTimers()
+        self.phase = .idle
+        self.failures = 0
+        self.lastError = nil
+        self.connectedSince = Self.now()
+        self.decoder.reset()
+        self.setStatus(.connected)
+        self.readAtStart()
+        self.api?.reconcileDiscovery()
+    }
+
+    /// Reads the characteristics the profile reads once at the start (the E4's battery) and decodes the values.
+    func readAtStart() {
+        guard let api = self.api else { return }
+        let present = api.bluez.characteristics(of: self.path)
+        for (channel, wanted) in self.channels.enumerated() where wanted.readAtStart {
+            guard let characteristic = present.first(where: { $0.uuid == wanted.uuid }) else { continue }
+            api.bluez.readValue(characteristic: characteristic.path) { [weak self] result in
+                guard let self, case .success(let bytes) = result else { return }
+                bytes.withUnsafeBytes { self.receive(channel, $0) }
+            }
         }
     }
 
@@ -163,10 +185,10 @@ extension EmpaticaDeviceManager {
 
     /// A `PropertiesChanged(Value)` notification (StartNotify fallback).
     func characteristicValueChanged(_ path: String) {
-        guard let stream = self.valueSubscriptions[path], self.deviceStatus == .connected,
+        guard let channel = self.valueSubscriptions[path], self.deviceStatus == .connected,
               let value = self.api?.bluez.cache.properties(path, BlueZNames.gattCharacteristic)?["Value"]?.bytes
         else { return }
-        value.withUnsafeBytes { self.receive(stream, $0) }
+        value.withUnsafeBytes { self.receive(channel, $0) }
     }
 
     /// Wall-clock time in seconds since 1970.
@@ -178,12 +200,14 @@ extension EmpaticaDeviceManager {
 
     // MARK: Decoding (the hot path: no allocation)
 
-    func receive(_ stream: E4Stream, _ bytes: UnsafeRawBufferPointer) {
+    /// One value of the characteristic at `channel` of the profile.
+    func receive(_ channel: Int, _ bytes: UnsafeRawBufferPointer) {
+        guard self.channels.indices.contains(channel) else { return }
         self.counters.notifications &+= 1
         let arrival = Self.now()
-        self.rawTap?(stream, bytes, arrival)
+        self.rawTap?(self.channels[channel].uuid, bytes, arrival)
         var sink = DelegateSink(device: self)
-        self.decoding.receive(stream, bytes, arrival: arrival, into: &sink)
+        self.decoder.receive(channel: channel, bytes, arrival: arrival, into: &sink)
     }
 }
 

@@ -4,14 +4,14 @@ import Glibc
 import Bluetooth
 import BlueZ
 import DBus
-import E4
 import EventLoop
 import Posix
 
 /// One wristband (the SDK's `EmpaticaDeviceManager`): identity, connection and data streams.
 ///
-/// `connect(delegate:)` connects, subscribes to every stream (AcquireNotify, falling back to StartNotify),
-/// writes the start command, and — with ``ConnectOptions/autoReconnect`` — keeps the wristband connected:
+/// `connect(delegate:)` connects, subscribes to every stream of its ``profile`` (AcquireNotify, falling back to
+/// StartNotify), starts the session (for an E4, writes the start command), and — with
+/// ``ConnectOptions/autoReconnect`` — keeps the wristband connected:
 /// failures and link losses are retried with exponential backoff and jitter until ``disconnect()``.
 public final class EmpaticaDeviceManager {
     /// Connection behaviour beyond the SDK's one-shot connect.
@@ -38,9 +38,11 @@ public final class EmpaticaDeviceManager {
     }
 
     weak var api: EmpaticaAPI?
-    /// The BlueZ object path.
-    public let path: String
+    /// The BlueZ object path (BlueZ's business: not part of the API).
+    let path: String
     public let address: BluetoothAddress
+    /// The kind of device, which says how it is connected and decoded.
+    public let profile: any DeviceProfile
     /// Lower-case hex of the address's last three bytes, e.g. `9ff167`.
     public var serialNumber: String { self.address.serial }
     public private(set) var name: String
@@ -57,8 +59,9 @@ public final class EmpaticaDeviceManager {
     public internal(set) var lastError: EmpaLinkError?
 
     weak var delegate: (any EmpaticaDeviceDelegate)?
-    /// Sees every raw notification with its arrival time before it is decoded (`empalinkctl capture`).
-    public var rawTap: ((E4Stream, UnsafeRawBufferPointer, Double) -> Void)?
+    /// Sees every raw notification (and value read at session start) with its characteristic and arrival time
+    /// before it is decoded (`empalinkctl capture`).
+    public var rawTap: ((BluetoothUUID, UnsafeRawBufferPointer, Double) -> Void)?
     var options = ConnectOptions()
     /// `connect` was called and `disconnect` was not.
     var wantsConnection = false
@@ -66,6 +69,10 @@ public final class EmpaticaDeviceManager {
     /// Whether the device is meant to be connected (``connect(delegate:)`` called, ``disconnect()`` not):
     /// it is connected, connecting, or waiting to reconnect.
     public var isConnectionWanted: Bool { self.wantsConnection }
+    /// Whether BlueZ reports a link to the device now — ours, or another central's on this adapter (a second
+    /// connection to a device already connected would break both).
+    public var isLinkUp: Bool { self.api?.bluez.device(at: self.path)?.connected == true }
+
     /// Whether BlueZ currently has an object for this device.
     var present = true
     var attempt: UInt64 = 0
@@ -81,24 +88,30 @@ public final class EmpaticaDeviceManager {
     /// Runs once the characteristics present stop changing while only optional ones are missing.
     var profileSettle: TimerHandle?
     var streams: [NotificationStream] = []
-    /// Characteristics subscribed through StartNotify, by path, with their stream.
-    var valueSubscriptions: [String: E4Stream] = [:]
-    var decoding = DeviceStreams()
+    /// Characteristics subscribed through StartNotify, by path, with their channel.
+    var valueSubscriptions: [String: Int] = [:]
+    /// The profile's characteristics, by channel (read once: a profile may compute them).
+    let channels: [ProfileCharacteristic]
+    let decoder: any ProfileDecoder
     var random = SystemRandomNumberGenerator()
 
-    init(api: EmpaticaAPI, path: String, address: BluetoothAddress, info: BlueZDeviceInfo) {
+    init(api: EmpaticaAPI, path: String, address: BluetoothAddress, info: BlueZDeviceInfo,
+         profile: any DeviceProfile) {
         self.api = api
         self.path = path
         self.address = address
-        self.name = info.name ?? E4Profile.e4Name
+        self.profile = profile
+        self.channels = profile.characteristics
+        self.decoder = profile.makeDecoder()
+        self.name = info.name ?? profile.displayName
         self.rssi = Self.reportedRSSI(info.rssi)
     }
 
     /// Decoder statistics summed over the streams (received, lost, duplicates, decode errors).
-    public var statistics: E4StreamStatistics { self.decoding.statistics }
+    public var statistics: DecoderStatistics { self.decoder.statistics }
 
     /// Timestamp re-anchors (SPEC §8).
-    public var clockReanchors: UInt64 { self.decoding.reanchors }
+    public var clockReanchors: UInt64 { self.decoder.reanchors }
 
     func update(_ info: BlueZDeviceInfo) {
         if let name = info.name { self.name = name }
