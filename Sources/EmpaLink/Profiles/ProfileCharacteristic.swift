@@ -4,7 +4,7 @@ import Bluetooth
 public struct ProfileCharacteristic: Sendable, Equatable {
     /// The characteristic's UUID, compared with BlueZ's already parsed ``BluetoothUUID`` values.
     public var uuid: BluetoothUUID
-    /// What it is, for messages: `"BVP"` in "no BVP characteristic 3EA1".
+    /// What it is, for messages: `"BVP"` in "no BVP characteristic …".
     public var label: String
     /// Subscribed for notifications (AcquireNotify, falling back to StartNotify).
     public var notifies: Bool
