@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Bluetooth
 import Agent
+import Bluetooth
 import Config
 import E4
 import EmpaLink

@@ -20,10 +20,12 @@ extension EmpaticaDeviceManager {
         guard let api = self.api else { return }
         let present = api.bluez.characteristics(of: self.path)
         var found: [(channel: Int, path: String)] = []
+        var notifying: [(channel: Int, path: String)] = []
         var missing: [ProfileCharacteristic] = []
         for (channel, wanted) in self.channels.enumerated() {
             if let match = present.first(where: { $0.uuid == wanted.uuid }) {
                 found.append((channel, match.path))
+                if wanted.notifies && Self.offersNotifications(match) { notifying.append((channel, match.path)) }
             } else {
                 missing.append(wanted)
             }
@@ -54,7 +56,6 @@ extension EmpaticaDeviceManager {
             return
         }
         let attempt = self.attempt
-        let notifying = found.filter { self.channels[$0.channel].notifies }
         var remaining = notifying.count
         let subscribed: () -> Void = { [weak self] in
             remaining -= 1
@@ -92,6 +93,14 @@ extension EmpaticaDeviceManager {
                 }
             }
         }
+    }
+
+    /// Whether a characteristic can be subscribed: its flags offer `notify` or `indicate`, or BlueZ gave no flags
+    /// (then trying is the only way to know). A profile's characteristic whose notifications are optional (the
+    /// standard Battery Level, SPEC §16) is then read, not subscribed, on a device that does not offer them.
+    static func offersNotifications(_ characteristic: BlueZCharacteristicInfo) -> Bool {
+        characteristic.flags.isEmpty || characteristic.flags.contains("notify")
+            || characteristic.flags.contains("indicate")
     }
 
     func open(_ channel: Int, fd: FileDescriptor, mtu: Int) {

@@ -105,3 +105,26 @@ import Testing
         #expect(log.values.isEmpty)
     }
 }
+
+extension DeviceProfileSeamTests {
+    /// A characteristic the profile would subscribe to but the device does not let notify (its flags say so) is
+    /// not subscribed: the session goes on without, as a strap whose Battery Level only reads (SPEC §16) must.
+    @Test func aCharacteristicWithoutNotifyIsNotSubscribed() throws {
+        let log = ChannelLog()
+        // 3EB3 (battery) offers notify and read; 3E71 (command) only write: asked to notify, it must be left alone.
+        let writeOnly = ProfileCharacteristic(uuid: .bit16(0x3E71), label: "command again", notifies: true,
+                                              isRequired: false)
+        let rig = try Self.rig(TestProfile(log: log, extra: [writeOnly]))
+        defer { rig.close() }
+        try rig.api.authenticate(apiKey: EmpaLinkSimulatorTests.apiKey)
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }))
+        let device = try #require(rig.recorder.devices.first)
+        try device.connect(delegate: rig.recorder, options: .init(autoReconnect: false))
+        #expect(try rig.run(until: { device.deviceStatus == .connected || device.lastError != nil }))
+        #expect(device.deviceStatus == .connected, "\(String(describing: device.lastError))")
+        #expect(device.lastError == nil)
+        #expect(device.counters.acquiredNotifications == 1)
+        #expect(device.counters.startNotifyFallbacks == 0)
+    }
+}

@@ -6,7 +6,9 @@ public struct ProfileCharacteristic: Sendable, Equatable {
     public var uuid: BluetoothUUID
     /// What it is, for messages: `"BVP"` in "no BVP characteristic …".
     public var label: String
-    /// Subscribed for notifications (AcquireNotify, falling back to StartNotify).
+    /// Subscribed for notifications (AcquireNotify, falling back to StartNotify) — where the device's characteristic
+    /// offers them (its GATT flags say `notify` or `indicate`); where it does not, it is not subscribed, and only
+    /// ``isRequired`` decides whether the device can be used without.
     public var notifies: Bool
     /// Read once when the session has started, its value decoded like a notification (e.g. a battery level).
     public var readAtStart: Bool
