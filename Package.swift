@@ -3,7 +3,7 @@
 // EmpaLink Edge — a headless BLE wristband agent for Linux (see Docs/ and SPEC).
 //
 // Module seams (SPEC §2): C libraries sit behind one system-library target each; `CLinux` holds the few Linux
-// syscalls Glibc does not export; pure modules (`Config`, and later `E4`, `Physio`) import no C and do no I/O;
+// syscalls Glibc does not export; pure modules (`Bluetooth`, `Config`, `E4`, `Physio`) import no C and do no I/O;
 // executables are thin `main`s over library targets so that everything is testable in-process.
 
 import PackageDescription
@@ -36,9 +36,11 @@ let package = Package(
         // Safe Swift over libdbus, driven by the event loop.
         .target(name: "DBus", dependencies: ["CDBus", "EventLoop", "Posix"], swiftSettings: strict),
         // BlueZ client: object cache, discovery, devices, GATT, notification streams.
-        .target(name: "BlueZ", dependencies: ["DBus", "EventLoop", "Posix"], swiftSettings: strict),
-        // The EmpaLink SDK's API on Linux (SPEC §7): authentication, discovery, devices, streams.
-        .target(name: "EmpaLink", dependencies: ["BlueZ", "E4", "Physio", "Config", "EventLoop", "Posix"],
+        // Identifiers are parsed once, here at the D-Bus boundary (SPEC §15).
+        .target(name: "BlueZ", dependencies: ["Bluetooth", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
+        // The EmpaLink SDK's API on Linux (SPEC §7): authentication, discovery, devices, streams; the device-profile
+        // seam (SPEC §15) with the E4 as its first profile.
+        .target(name: "EmpaLink", dependencies: ["Bluetooth", "BlueZ", "E4", "Physio", "Config", "EventLoop", "Posix"],
                 swiftSettings: strict),
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // libmosquitto on the event loop: connect, TLS, will, QoS, acknowledgements.
@@ -47,8 +49,11 @@ let package = Package(
         ),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
+        // Pure: Bluetooth identifiers — UUIDs (16/32/128-bit on the SIG base) and device addresses (SPEC §15). No C,
+        // no Foundation, no I/O.
+        .target(name: "Bluetooth", swiftSettings: strict),
         // Pure: the E4 GATT profile, packet decoders and encoders, capture format (SPEC §6). No C, no I/O.
-        .target(name: "E4", swiftSettings: strict),
+        .target(name: "E4", dependencies: ["Bluetooth"], swiftSettings: strict),
         // Pure: streaming signal processing (IBI / HR engine). No C, no Foundation, no I/O.
         .target(name: "Physio", swiftSettings: strict),
 
@@ -61,40 +66,44 @@ let package = Package(
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
                                               "E4", "EmpaLink", "MQTT", "Spool"], swiftSettings: strict),
         // The operator tool's subcommands.
-        .target(name: "CtlCommands", dependencies: ["Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ", "DBus",
+        .target(name: "CtlCommands", dependencies: ["Bluetooth", "Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ",
+                                                   "DBus",
                                                    "EventLoop", "Agent", "CCrypto", "Spool"], swiftSettings: strict),
 
         // A BlueZ-compatible D-Bus service with simulated wristbands (SPEC §13).
-        .target(name: "Simulator", dependencies: ["DBus", "E4", "Config", "EventLoop", "Logging", "Posix"],
+        .target(name: "Simulator", dependencies: ["Bluetooth", "DBus", "E4", "Config", "EventLoop", "Logging", "Posix"],
                 swiftSettings: strict),
         .executableTarget(name: "empalink-sim", dependencies: ["Simulator"], swiftSettings: strict),
 
         .executableTarget(name: "empalinkd", dependencies: ["Agent"], swiftSettings: strict),
         // An app that uses only the public EmpaLink API (SPEC §7's runnable example).
-        .executableTarget(name: "empalink-example", dependencies: ["EmpaLink", "DBus", "EventLoop"],
+        .executableTarget(name: "empalink-example", dependencies: ["EmpaLink", "EventLoop"],
                           swiftSettings: strict),
         .executableTarget(name: "empalinkctl", dependencies: ["CtlCommands"], swiftSettings: strict),
         // Allocation counting (SPEC §8, §14): malloc & co. overridden by `CAllocationCounter`, which must never be
         // linked into the test bundle (it would replace every suite's allocator), hence its own executable.
         .target(name: "CAllocationCounter"),
         .executableTarget(name: "empalink-alloc-check",
-                          dependencies: ["CAllocationCounter", "E4", "EmpaLink", "BlueZ", "EventLoop", "Posix", "MQTT",
-                                         "Logging", "Spool", "Config", "Agent"],
+                          dependencies: ["CAllocationCounter", "Bluetooth", "E4", "EmpaLink", "BlueZ", "EventLoop",
+                                         "Posix", "MQTT", "Logging", "Spool", "Config", "Agent"],
                           swiftSettings: strict),
         .executableTarget(name: "empalink-bench",
                           dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],
                           swiftSettings: strict),
 
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "EventLoop", "Posix"], swiftSettings: strict),
-        .testTarget(name: "EmpaLinkTests", dependencies: ["EmpaLink", "Config", "BlueZ", "DBus", "EventLoop", "E4",
-                                                          "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"], swiftSettings: strict),
+        .testTarget(name: "BlueZTests", dependencies: ["Bluetooth", "BlueZ", "DBus", "EventLoop", "Posix"],
+                    swiftSettings: strict),
+        .testTarget(name: "EmpaLinkTests", dependencies: ["Bluetooth", "EmpaLink", "Config", "BlueZ", "DBus",
+                                                          "EventLoop", "E4", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
-        .testTarget(name: "E4Tests", dependencies: ["E4"], swiftSettings: strict),
+        .testTarget(name: "E4Tests", dependencies: ["Bluetooth", "E4"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "CtlCommands", "TestSupport"], swiftSettings: strict),
         // Test helpers shared by the test targets: a private dbus-daemon, the simulator process.
         .target(name: "TestSupport", dependencies: ["DBus", "EventLoop"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "EventLoop", "Posix", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "DBus", "E4", "EmpaLink", "EventLoop", "Posix",
+        .testTarget(name: "SimulatorTests", dependencies: ["Bluetooth", "Simulator", "DBus", "E4", "EmpaLink",
+                                                          "EventLoop", "Posix",
                                                           "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging", "TestSupport"], swiftSettings: strict),

@@ -3,7 +3,6 @@ import Glibc
 #endif
 import CLinux
 import Config
-import DBus
 import EmpaLink
 import EventLoop
 import Logging
@@ -31,7 +30,6 @@ public final class AgentRuntime {
     /// `P/A`.
     let topicBase: String
 
-    var bus: DBusConnection?
     var api: EmpaticaAPI?
     var apiKey: String?
     var publishers: [String: DevicePublisher] = [:]
@@ -107,7 +105,7 @@ public final class AgentRuntime {
         self.loop.run()
         self.outbox.close()
         self.control?.close()
-        self.bus?.close()
+        self.api?.close()
         self.mqtt.close()
         self.loop.close()
         return self.exitCode
@@ -144,16 +142,7 @@ public final class AgentRuntime {
 
     /// Connects to the system bus and starts EmpaLink; retries every 5 s while the bus is unreachable.
     func connectBus() {
-        let address = DBusConnection.systemBusAddress
-        do {
-            let bus = try DBusConnection.connect(address: address, loop: self.loop)
-            bus.onDisconnect = { [weak self] in
-                guard let self, !self.shuttingDown else { return }
-                self.logger.error("lost the system bus; reconnecting")
-                self.bus = nil
-                self.api = nil
-                self.retryBus()
-            }
+        do throws(EmpaLinkError) {
             var options = EmpaticaAPI.Options()
             let bluetooth = self.configuration.bluetooth
             options.adapter = bluetooth.adapter
@@ -165,12 +154,17 @@ public final class AgentRuntime {
             options.backgroundScanWindow = .seconds(Int64(bluetooth.backgroundScanWindowSeconds))
             options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
             options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
-            let api = try EmpaticaAPI(connection: bus, options: options)
+            let api = try EmpaticaAPI(loop: self.loop, options: options)
+            api.onBusLost = { [weak self] in
+                guard let self, !self.shuttingDown else { return }
+                self.logger.error("lost the system bus; reconnecting")
+                self.api = nil
+                self.retryBus()
+            }
             api.scanPolicy = { [unowned self] in self.needsDiscovery() }
             api.onWatchdog = { [unowned self] action, reason in
                 self.logger.warn("Bluetooth watchdog: \(action.rawValue) (\(reason))", ["WATCHDOG": action.rawValue])
             }
-            self.bus = bus
             self.api = api
             if self.mode == .background { api.prepareForBackground() }
             guard let key = self.apiKey else { return }
@@ -181,7 +175,7 @@ public final class AgentRuntime {
                 self.logger.error("\(error)")
             }
         } catch {
-            self.logger.error("cannot reach the system bus at \(address): \(error); retrying in 5 s")
+            self.logger.error("\(error); retrying in 5 s")
             self.retryBus()
         }
     }

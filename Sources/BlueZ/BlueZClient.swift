@@ -118,7 +118,7 @@ public final class BlueZClient {
     }
 
     public func adapter(at path: String) -> BlueZAdapterInfo? {
-        self.cache.properties(path, BlueZNames.adapter).map { BlueZAdapterInfo(path: path, properties: $0) }
+        self.cache.adapter(at: path)
     }
 
     /// The adapter named `name` (`hci0`), if present.
@@ -131,15 +131,12 @@ public final class BlueZClient {
     }
 
     public func device(at path: String) -> BlueZDeviceInfo? {
-        self.cache.properties(path, BlueZNames.device).map { BlueZDeviceInfo(path: path, properties: $0) }
+        self.cache.device(at: path)
     }
 
-    /// The device's GATT characteristics (present once services are resolved).
+    /// The device's GATT characteristics (present once services are resolved) that have a valid UUID.
     public func characteristics(of device: String) -> [BlueZCharacteristicInfo] {
-        self.cache.paths(with: BlueZNames.gattCharacteristic, below: device).compactMap { path in
-            self.cache.properties(path, BlueZNames.gattCharacteristic)
-                .map { BlueZCharacteristicInfo(path: path, properties: $0) }
-        }
+        self.cache.characteristics(of: device)
     }
 
     /// Whether the adapter offers `AdvertisementMonitorManager1` (bluetoothd's experimental features).

@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 
 /// BlueZ's objects as last reported: path → interface → property → value.
@@ -9,6 +10,10 @@ public struct BlueZObjectCache: Sendable {
     public typealias Properties = [String: DBusValue]
 
     public private(set) var objects: [String: [String: Properties]] = [:]
+    /// Addresses and UUIDs BlueZ sent that do not parse (or have the wrong D-Bus type), counted as they arrive
+    /// (snapshot, `InterfacesAdded`, `PropertiesChanged`). The views leave them out: such a device has no
+    /// ``BlueZDeviceInfo/address``, such a characteristic is not listed.
+    public private(set) var malformedIdentifiers: UInt64 = 0
 
     public init() {}
 
@@ -42,6 +47,7 @@ public struct BlueZObjectCache: Sendable {
         for (path, interfaces) in entries {
             guard let parsed = BlueZObjectCache.interfaces(interfaces) else { continue }
             self.objects[path] = parsed
+            self.countMalformed(parsed)
         }
         return true
     }
@@ -55,6 +61,7 @@ public struct BlueZObjectCache: Sendable {
         for (name, properties) in added {
             self.objects[path, default: [:]][name] = properties
         }
+        self.countMalformed(added)
         return (path, added.keys.sorted())
     }
 
@@ -81,15 +88,46 @@ public struct BlueZObjectCache: Sendable {
               let invalidated = arguments[2].arrayElements?.compactMap(\.string),
               self.objects[path]?[interface] != nil else { return nil }
         var names: [String] = []
+        var changedProperties: Properties = [:]
         for (name, value) in changed {
             self.objects[path]?[interface]?[name] = value.unwrapped
+            changedProperties[name] = value.unwrapped
             names.append(name)
+        }
+        if interface != BlueZNames.gattService && interface != BlueZNames.gattCharacteristic
+            || changedProperties["UUID"] != nil
+        {
+            self.malformedIdentifiers &+= UInt64(BlueZIdentifiers.malformed(interface: interface, changedProperties))
         }
         for name in invalidated {
             self.objects[path]?[interface]?[name] = nil
             names.append(name)
         }
         return (interface, names)
+    }
+
+    mutating func countMalformed(_ interfaces: [String: Properties]) {
+        for (name, properties) in interfaces {
+            self.malformedIdentifiers &+= UInt64(BlueZIdentifiers.malformed(interface: name, properties))
+        }
+    }
+
+    // MARK: Typed views
+
+    public func adapter(at path: String) -> BlueZAdapterInfo? {
+        self.properties(path, BlueZNames.adapter).map { BlueZAdapterInfo(path: path, properties: $0) }
+    }
+
+    public func device(at path: String) -> BlueZDeviceInfo? {
+        self.properties(path, BlueZNames.device).map { BlueZDeviceInfo(path: path, properties: $0) }
+    }
+
+    /// The GATT characteristics below `device` that have a valid UUID.
+    public func characteristics(of device: String) -> [BlueZCharacteristicInfo] {
+        self.paths(with: BlueZNames.gattCharacteristic, below: device).compactMap { path in
+            self.properties(path, BlueZNames.gattCharacteristic)
+                .flatMap { BlueZCharacteristicInfo(path: path, properties: $0) }
+        }
     }
 
     static func interfaces(_ value: DBusValue) -> [String: Properties]? {

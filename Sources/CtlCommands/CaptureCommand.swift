@@ -2,11 +2,11 @@
 import Glibc
 #endif
 import Agent
+import Bluetooth
 import Config
 import E4
 import EmpaLink
 import EventLoop
-import DBus
 import Posix
 
 /// `empalinkctl capture`: connects one wristband and records its raw notifications (SPEC §6.4), so a field
@@ -27,7 +27,7 @@ public enum CaptureCommand: CtlCommand {
 
     /// Records notifications into a growing byte buffer and reports through the API's delegates.
     final class Recorder: EmpaticaDelegate, EmpaticaDeviceDelegate {
-        let target: DeviceAddress
+        let target: BluetoothAddress
         let loop: EventLoop
         let seconds: Int
         weak var api: EmpaticaAPI?
@@ -37,7 +37,7 @@ public enum CaptureCommand: CtlCommand {
         var failure: String?
         var stopTimer: TimerHandle?
 
-        init(target: DeviceAddress, loop: EventLoop, seconds: Int) {
+        init(target: BluetoothAddress, loop: EventLoop, seconds: Int) {
             self.target = target
             self.loop = loop
             self.seconds = seconds
@@ -46,7 +46,7 @@ public enum CaptureCommand: CtlCommand {
         func didDiscoverDevices(_ devices: [EmpaticaDeviceManager]) {
             guard self.device == nil, let found = devices.first(where: { $0.address == self.target }) else { return }
             // BlueZ has one link per device: connecting one the agent streams would tear down its link, and ours.
-            if let info = self.api?.bluez.device(at: found.path), info.connected {
+            if found.isLinkUp {
                 self.failure = "\(self.target) is already connected (empalinkd streams it, or another central "
                     + "holds it); capturing it would break both links: stop the agent (systemctl stop empalinkd) or "
                     + "disconnect the other central first"
@@ -54,9 +54,9 @@ public enum CaptureCommand: CtlCommand {
                 return
             }
             self.device = found
-            found.rawTap = { [unowned self] stream, payload, arrival in
+            found.rawTap = { [unowned self] characteristic, payload, arrival in
                 let micros = UInt64(max(arrival, 0) * 1e6)
-                if (try? E4Capture.append(arrivalMicros: micros, characteristic: stream.characteristic.uuid16 ?? 0,
+                if (try? E4Capture.append(arrivalMicros: micros, characteristic: characteristic.uuid16 ?? 0,
                                           payload: payload, to: &self.bytes)) != nil {
                     self.records += 1
                 }
@@ -104,7 +104,7 @@ public enum CaptureCommand: CtlCommand {
             Console.err("usage: \(self.usage)")
             return 2
         }
-        guard let addressText = values["--address"], let address = DeviceAddress(addressText) else {
+        guard let addressText = values["--address"], let address = BluetoothAddress(addressText) else {
             Console.err("capture: --address expects a Bluetooth address like 00:07:80:9F:F1:67")
             return 2
         }
@@ -140,7 +140,7 @@ public enum CaptureCommand: CtlCommand {
             Console.err("capture: error: \(error.message)")
             return 2
         }
-        guard let (loop, connection) = CtlSupport.connect(command: "capture") else { return 1 }
+        guard let loop = CtlSupport.loop(command: "capture") else { return 1 }
         var options = EmpaticaAPI.Options()
         options.adapter = configuration.bluetooth.adapter
         options.rssiMin = configuration.bluetooth.rssiMin
@@ -149,7 +149,7 @@ public enum CaptureCommand: CtlCommand {
         let recorder = Recorder(target: address, loop: loop, seconds: seconds)
         let api: EmpaticaAPI
         do throws(EmpaLinkError) {
-            api = try self.makeAPI(connection: connection, options: options)
+            api = try EmpaticaAPI(loop: loop, options: options)
             recorder.api = api
             recorder.startWaiting(seconds: wait)
             Console.err("capture: looking for \(address) (up to \(wait) s; --wait to change)")
@@ -163,8 +163,7 @@ public enum CaptureCommand: CtlCommand {
         recorder.device?.disconnect()
         _ = try? loop.scheduleTimer(after: .milliseconds(500)) { loop.stop() }
         loop.run()
-        withExtendedLifetime(api) {}
-        connection.close()
+        api.close()
         loop.close()
         if let failure = recorder.failure {
             Console.err("capture: error: \(failure)")
@@ -193,13 +192,5 @@ public enum CaptureCommand: CtlCommand {
         }
         Console.err("capture: \(recorder.records) notifications written to \(out)")
         return recorder.device?.counters.notifications ?? 0 > 0 ? 0 : 1
-    }
-
-    static func makeAPI(connection: DBusConnection, options: EmpaticaAPI.Options) throws(EmpaLinkError) -> EmpaticaAPI {
-        do {
-            return try EmpaticaAPI(connection: connection, options: options)
-        } catch {
-            throw .bluetoothUnavailable("\(error)")
-        }
     }
 }

@@ -35,23 +35,29 @@ enum CtlSupport {
         }
     }
 
-    /// A loop and a system-bus connection, with SIGINT/SIGTERM ending the loop.
-    static func connect(command: String) -> (EventLoop, DBusConnection)? {
+    /// A loop with SIGINT/SIGTERM ending it.
+    static func loop(command: String) -> EventLoop? {
         do {
             try EventLoop.blockSignals([SIGINT, SIGTERM])
             let loop = try EventLoop()
             try loop.onSignal(SIGINT) { _ in loop.stop() }
             try loop.onSignal(SIGTERM) { _ in loop.stop() }
-            do {
-                let connection = try DBusConnection.connect(address: DBusConnection.systemBusAddress, loop: loop)
-                return (loop, connection)
-            } catch {
-                Console.err("\(command): error: cannot reach the system bus (\(DBusConnection.systemBusAddress)): "
-                                + "\(error)")
-                return nil
-            }
+            return loop
         } catch {
             Console.err("\(command): error: cannot start the event loop: \(error)")
+            return nil
+        }
+    }
+
+    /// A loop and a system-bus connection, with SIGINT/SIGTERM ending the loop.
+    static func connect(command: String) -> (EventLoop, DBusConnection)? {
+        guard let loop = Self.loop(command: command) else { return nil }
+        do {
+            let connection = try DBusConnection.connect(address: DBusConnection.systemBusAddress, loop: loop)
+            return (loop, connection)
+        } catch {
+            Console.err("\(command): error: cannot reach the system bus (\(DBusConnection.systemBusAddress)): "
+                            + "\(error)")
             return nil
         }
     }

@@ -1,4 +1,5 @@
 import Agent
+import Bluetooth
 import BlueZ
 import Config
 import DBus
@@ -110,9 +111,11 @@ public enum ScanCommand: CtlCommand {
     static func table(_ devices: [BlueZDeviceInfo], configuration: AgentConfiguration?,
                       grant: Result<Keyring.Grant, CtlSupport.Message>) -> String {
         var rows = [["ADDRESS", "SERIAL", "NAME", "RSSI", "ALLOWED"]]
+        let profiles = EmpaticaAPI.Options().profiles
         for device in devices {
-            guard let name = device.name, E4Profile.isE4FamilyName(name), let text = device.address,
-                  let address = DeviceAddress(text) else { continue }
+            guard let address = device.address, let name = device.name,
+                  profiles.contains(where: { $0.recognizes(name: name, serviceUUIDs: device.serviceUUIDs) })
+            else { continue }
             let serial = address.serial
             let whitelisted = configuration?.wristbands.contains {
                 $0.serial == serial || $0.address == address.description

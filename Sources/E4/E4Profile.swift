@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// The E4 GATT profile v1 (SPEC §6): service and characteristic UUIDs and advertised names.
 ///
 /// Reverse-engineered from the public EmpaLink 0.6 headers and public work; a field capture (SPEC §6.4) is how

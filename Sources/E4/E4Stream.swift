@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// One data stream of an E4, named as in the MQTT topics (SPEC §10).
 public enum E4Stream: String, CaseIterable, Sendable, Hashable {
     case bvp

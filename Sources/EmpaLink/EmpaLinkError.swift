@@ -12,7 +12,7 @@ public enum EmpaLinkError: Error, Sendable, Equatable, CustomStringConvertible {
     case bluez(name: String, message: String)
     /// The device did not finish connecting in time.
     case timedOut(String)
-    /// The device does not offer the E4 profile (a characteristic is missing).
+    /// The device does not offer what its profile requires (a required characteristic is missing).
     case profileMismatch(String)
 
     public var description: String {
@@ -23,7 +23,7 @@ public enum EmpaLinkError: Error, Sendable, Equatable, CustomStringConvertible {
         case .bluetoothUnavailable(let reason): return "Bluetooth unavailable: \(reason)"
         case .bluez(let name, let message): return message.isEmpty ? name : "\(name): \(message)"
         case .timedOut(let what): return "timed out: \(what)"
-        case .profileMismatch(let what): return "not an E4 profile: \(what)"
+        case .profileMismatch(let what): return "profile mismatch: \(what)"
         }
     }
 }

@@ -121,7 +121,7 @@ extension EmpaticaAPI {
             self.escalate(step)
         case .discoveryFailed(let name, let message):
             self.discoveryFailures &+= 1
-            self.lastDiscoveryError = DBusError(name: name, message: message)
+            self.lastDiscoveryError = .bluez(name: name, message: message)
         case .updateStatus:
             self.updateStatus()
         }

@@ -1,10 +1,10 @@
 import BlueZ
 import DBus
-import E4
 
 /// Passive scanning for background mode (SPEC §5): where the adapter offers `AdvertisementMonitorManager1`
 /// with `or_patterns` (bluetoothd's experimental features), background mode registers an advertisement monitor
-/// that matches the E4 family's advertised name instead of duty-cycling discovery, so the radio stays passive.
+/// that matches what the profiles advertise (the E4 family's name) instead of duty-cycling discovery, so the radio
+/// stays passive.
 extension EmpaticaAPI {
     static let monitorRoot = "/org/empalink/monitor"
     static let monitorPath = EmpaticaAPI.monitorRoot + "/e4"
@@ -23,9 +23,8 @@ extension EmpaticaAPI {
     func registerMonitor(completion: @escaping (Bool) -> Void) {
         guard self.monitorsSupported else { return completion(false) }
         let objects = self.bluez.connection.objects
-        let patterns = DBusValue.array(element: "(yyay)", [E4Profile.e4Name, E4Profile.e3Name].map { name in
-            // Offset 0 of AD type 0x09 (Complete Local Name).
-            .structure([.byte(0), .byte(0x09), .bytes(Array(name.utf8))])
+        let patterns = DBusValue.array(element: "(yyay)", self.options.profiles.flatMap(\.advertisementPatterns).map {
+            .structure([.byte($0.offset), .byte($0.adType), .bytes($0.bytes)])
         })
         do {
             try objects.addObjectManager(at: EmpaticaAPI.monitorRoot)

@@ -1,19 +1,24 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bluetooth
 import BlueZ
 import DBus
-import E4
 import EventLoop
 import Posix
 
 /// The EmpaLink SDK's entry point on Linux (SPEC §7): authentication, Bluetooth status, discovery, power modes.
 ///
 /// Everything runs on the event loop's thread, and delegates are called there, as CoreBluetooth calls its
-/// delegates on its queue. Create it on the loop thread with a D-Bus connection to the system bus.
+/// delegates on its queue. Create it on the loop thread; it opens its own connection to the system bus (where
+/// BlueZ is) and keeps D-Bus and BlueZ to itself: the API speaks only its own types and the `Bluetooth`
+/// identifiers.
 public final class EmpaticaAPI {
     /// Settings the SDK did not expose but a Linux agent needs.
     public struct Options: Sendable {
+        /// The D-Bus address BlueZ is on; `nil` means the system bus (`DBUS_SYSTEM_BUS_ADDRESS`, or the standard
+        /// socket).
+        public var busAddress: String?
         public var adapter = "hci0"
         /// Advertisements weaker than this are ignored (BlueZ's discovery filter); -127 sets no threshold.
         public var rssiMin = -100
@@ -35,13 +40,22 @@ public final class EmpaticaAPI {
         /// In background mode, use a passive advertisement monitor where the adapter offers one (bluetoothd's
         /// experimental features); otherwise, or when `false`, duty-cycle discovery.
         public var useAdvertisementMonitor = true
+        /// The kinds of device the API knows, in the order they are tried: a device is tracked (discovered,
+        /// connectable) when one of them recognises it (SPEC §15).
+        public var profiles: [any DeviceProfile] = [E4DeviceProfile()]
 
         public init() {}
     }
 
     public let loop: EventLoop
-    public let bluez: BlueZClient
+    let bluez: BlueZClient
     public let options: Options
+    /// Whether ``close()`` closes the bus connection (the API opened it).
+    let ownsConnection: Bool
+
+    /// Called on the loop thread when the bus connection drops (the dbus-daemon restarted): the API can do nothing
+    /// more; create a new one. Not called for ``close()``.
+    public var onBusLost: (() -> Void)?
 
     public private(set) var status: BLEStatus = .notAvailable
     /// What the current API key unlocks; `nil` until authenticated.
@@ -65,7 +79,7 @@ public final class EmpaticaAPI {
     public var scanPolicy: (() -> Bool)?
     /// Failed discovery requests, and the last error, for metrics and the watchdog.
     public internal(set) var discoveryFailures: UInt64 = 0
-    public internal(set) var lastDiscoveryError: DBusError?
+    public internal(set) var lastDiscoveryError: EmpaLinkError?
 
     /// Why the watchdog reports ``BLEStatus/notAvailable``, while it does.
     public var watchdogReason: String? { self.discovery.watchdogReason }
@@ -80,11 +94,30 @@ public final class EmpaticaAPI {
     /// Matches the monitor reported, for metrics.
     public internal(set) var monitorMatches: UInt64 = 0
 
-    /// Every E4-family wristband seen, by BlueZ object path.
+    /// Every device a profile recognised, by BlueZ object path.
     var devicesByPath: [String: EmpaticaDeviceManager] = [:]
 
-    /// Creates the API on `connection` (the system bus, or a test bus).
-    public init(connection: DBusConnection, options: Options = Options()) throws(DBusError) {
+    /// Creates the API on `loop`, connected to the bus of ``Options/busAddress``.
+    ///
+    /// - Throws: ``EmpaLinkError/bluetoothUnavailable(_:)`` when the bus cannot be reached.
+    public convenience init(loop: EventLoop, options: Options = Options()) throws(EmpaLinkError) {
+        let address = options.busAddress ?? DBusConnection.systemBusAddress
+        let connection: DBusConnection
+        do {
+            connection = try DBusConnection.connect(address: address, loop: loop)
+        } catch {
+            throw .bluetoothUnavailable("cannot reach the system bus at \(address): \(error)")
+        }
+        do {
+            try self.init(connection: connection, options: options, ownsConnection: true)
+        } catch {
+            connection.close()
+            throw .bluetoothUnavailable("cannot watch BlueZ on \(address): \(error)")
+        }
+    }
+
+    /// Creates the API on an open `connection` (tests bring their own bus).
+    init(connection: DBusConnection, options: Options = Options(), ownsConnection: Bool = false) throws(DBusError) {
         self.loop = connection.loop
         self.bluez = BlueZClient(connection: connection)
         self.options = options
@@ -92,9 +125,26 @@ public final class EmpaticaAPI {
         self.discovery = DiscoveryLifecycle(
             watchdogSeconds: options.watchdogTimeout > .zero ? max(1, watchdogSeconds) : 0
         )
+        self.ownsConnection = ownsConnection
         self.bluez.onEvent = { [weak self] event in self?.handle(event) }
         try self.bluez.start()
+        if ownsConnection {
+            connection.onDisconnect = { [weak self] in self?.onBusLost?() }
+        }
     }
+
+    /// Stops following BlueZ and, when the API opened it, closes the bus connection. Connected wristbands are left
+    /// to BlueZ, which drops them with the connection; call ``EmpaticaDeviceManager/disconnect()`` first to end
+    /// them cleanly.
+    public func close() {
+        self.bluez.stop()
+        guard self.ownsConnection else { return }
+        self.onBusLost = nil
+        self.bluez.connection.close()
+    }
+
+    /// Addresses and UUIDs BlueZ sent that did not parse, ignored (for metrics).
+    public var malformedIdentifiers: UInt64 { self.bluez.cache.malformedIdentifiers }
 
     var adapterPath: String { BlueZNames.root + "/" + self.options.adapter }
 
@@ -214,7 +264,7 @@ public final class EmpaticaAPI {
         self.devicesByPath.first { path.hasPrefix($0.key + "/") }?.value
     }
 
-    /// A device appeared or changed: track E4-family devices, report new ones, pass state changes on.
+    /// A device appeared or changed: track devices a profile recognises, report new ones, pass state changes on.
     func deviceChanged(_ path: String, names: [String] = []) {
         guard let info = self.bluez.device(at: path) else { return }
         if let device = self.devicesByPath[path] {
@@ -223,9 +273,11 @@ public final class EmpaticaAPI {
             if names.contains("Name") { self.reportDevices() }
             return
         }
-        guard let name = info.name, E4Profile.isE4FamilyName(name),
-              let addressText = info.address, let address = DeviceAddress(addressText) else { return }
-        let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info)
+        guard let address = info.address,
+              let profile = self.options.profiles.first(where: {
+                  $0.recognizes(name: info.name, serviceUUIDs: info.serviceUUIDs)
+              }) else { return }
+        let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info, profile: profile)
         device.allowed = self.grant?.allows(serial: device.serialNumber) ?? false
         self.devicesByPath[path] = device
         self.reportDevices()
@@ -236,7 +288,7 @@ public final class EmpaticaAPI {
         delegate.didDiscoverDevices(self.devices)
     }
 
-    /// Every E4-family wristband known now, ordered by address.
+    /// Every device known now (of any profile), ordered by address.
     public var devices: [EmpaticaDeviceManager] {
         self.devicesByPath.values.sorted { $0.address < $1.address }
     }

@@ -2,7 +2,7 @@
 /// thread.
 public protocol EmpaticaDelegate: AnyObject {
     func didUpdateBLEStatus(_ status: BLEStatus)
-    /// Every E4-family wristband currently known, whitelisted or not; an empty array when none.
+    /// Every device a profile recognises (an E4-family wristband, …), whitelisted or not; an empty array when none.
     func didDiscoverDevices(_ devices: [EmpaticaDeviceManager])
 }
 

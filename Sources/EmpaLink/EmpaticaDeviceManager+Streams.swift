@@ -1,52 +1,67 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bluetooth
 import BlueZ
 import DBus
-import E4
 import EventLoop
 import Posix
 
-/// Subscribing to the wristband's characteristics and decoding what they send.
+/// Subscribing to the device's characteristics, starting its session, and decoding what it sends — all as its
+/// ``DeviceProfile`` describes.
 extension EmpaticaDeviceManager {
-    /// What of the E4 profile BlueZ exports so far
-    /// (the lifecycle's ``ConnectionLifecycle/Action/checkProfile(attempt:final:)``).
+    /// The profile's characteristics BlueZ exports so far, by channel: all of them, those to subscribe, and those
+    /// missing.
+    func profileCharacteristics() -> (found: [(channel: Int, path: String)], notifying: [(channel: Int, path: String)],
+                                      missing: [ProfileCharacteristic]) {
+        let present = self.api?.bluez.characteristics(of: self.path) ?? []
+        var found: [(channel: Int, path: String)] = []
+        var notifying: [(channel: Int, path: String)] = []
+        var missing: [ProfileCharacteristic] = []
+        for (channel, wanted) in self.channels.enumerated() {
+            if let match = present.first(where: { $0.uuid == wanted.uuid }) {
+                found.append((channel, match.path))
+                if wanted.notifies && Self.offersNotifications(match) { notifying.append((channel, match.path)) }
+            } else {
+                missing.append(wanted)
+            }
+        }
+        return (found, notifying, missing)
+    }
+
+    /// What of the profile BlueZ exports so far (the lifecycle's
+    /// ``ConnectionLifecycle/Action/checkProfile(attempt:final:)``).
     ///
     /// bluetoothd 5.66 can signal `ServicesResolved = true` before it has exported every GATT object (their
     /// `InterfacesAdded` follow; seen in the real-BlueZ VM), so a characteristic missing now may still come: the
-    /// lifecycle waits for it, and at the attempt's deadline goes on with the streams that are there, or fails when
-    /// the command or BVP is missing.
+    /// lifecycle waits for it, and at the attempt's deadline goes on with the characteristics that are there, or
+    /// fails when a required one is missing.
     func checkProfile() -> ConnectionLifecycle.ProfileCheck {
-        let characteristics = self.api?.bluez.characteristics(of: self.path) ?? []
-        func has(_ uuid: BluetoothUUID) -> Bool { characteristics.contains { BluetoothUUID($0.uuid) == uuid } }
-        var missing = E4Stream.allCases.filter { !has($0.characteristic) }.map(\.rawValue)
-        let hasCommand = has(E4Profile.commandCharacteristic)
-        if !hasCommand { missing.insert("command", at: 0) }
+        let missing = self.profileCharacteristics().missing
         guard !missing.isEmpty else { return .complete }
-        let what = "no characteristic for " + missing.joined(separator: ", ")
-        if !hasCommand { return .missingRequired(missing: what, reason: "no command characteristic 3E71") }
-        if !has(E4Stream.bvp.characteristic) {
-            return .missingRequired(missing: what, reason: "no BVP characteristic 3EA1")
-        }
-        return .missingOptional(what)
+        let what = "no characteristic for " + missing.map(\.label).joined(separator: ", ")
+        guard let required = missing.first(where: \.isRequired) else { return .missingOptional(what) }
+        return .missingRequired(missing: what,
+                                reason: "no \(required.label) characteristic \(required.uuid.shortDescription)")
     }
 
-    /// Subscribes to every stream the wristband offers (AcquireNotify, falling back to StartNotify), then tells the
-    /// lifecycle (``ConnectionLifecycle/Event/streamsSubscribed(attempt:)``).
+    /// Subscribes to each of the profile's characteristics that notifies (AcquireNotify, falling back to
+    /// StartNotify), then tells the lifecycle (``ConnectionLifecycle/Event/streamsSubscribed(attempt:)``).
     func subscribe(attempt: UInt64) {
         guard let api = self.api else { return }
-        let characteristics = api.bluez.characteristics(of: self.path)
-        let wanted: [(E4Stream, BlueZCharacteristicInfo)] = E4Stream.allCases.compactMap { stream in
-            characteristics.first { BluetoothUUID($0.uuid) == stream.characteristic }.map { (stream, $0) }
-        }
-        var remaining = wanted.count
+        let notifying = self.profileCharacteristics().notifying
+        var remaining = notifying.count
         let subscribed: () -> Void = { [weak self] in
             remaining -= 1
             guard let self, remaining == 0 else { return }
             self.handle(.streamsSubscribed(attempt: attempt))
         }
-        for (stream, characteristic) in wanted {
-            api.bluez.acquireNotify(characteristic: characteristic.path) { [weak self] result in
+        guard !notifying.isEmpty else {
+            self.handle(.streamsSubscribed(attempt: attempt))
+            return
+        }
+        for (channel, path) in notifying {
+            api.bluez.acquireNotify(characteristic: path) { [weak self] result in
                 guard let self, self.lifecycle.isCurrent(attempt) else {
                     if case .success(let (fd, _)) = result { fd.close() }
                     return
@@ -54,13 +69,13 @@ extension EmpaticaDeviceManager {
                 switch result {
                 case .success(let (fd, mtu)):
                     self.counters.acquiredNotifications &+= 1
-                    if self.open(stream, fd: fd, mtu: mtu, attempt: attempt) { subscribed() }
+                    if self.open(channel, fd: fd, mtu: mtu, attempt: attempt) { subscribed() }
                 case .failure:
                     // AcquireNotify refused (older BlueZ, another client holds it): notifications as
                     // PropertiesChanged(Value) instead.
                     self.counters.startNotifyFallbacks &+= 1
-                    self.valueSubscriptions[characteristic.path] = stream
-                    api.bluez.startNotify(characteristic: characteristic.path) { [weak self] result in
+                    self.valueSubscriptions[path] = channel
+                    api.bluez.startNotify(characteristic: path) { [weak self] result in
                         guard let self, self.lifecycle.isCurrent(attempt) else { return }
                         if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
                             self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
@@ -73,8 +88,16 @@ extension EmpaticaDeviceManager {
         }
     }
 
-    /// Watches a stream's notification socket; `false` (and the attempt failed) when it cannot be watched.
-    func open(_ stream: E4Stream, fd: FileDescriptor, mtu: Int, attempt: UInt64) -> Bool {
+    /// Whether a characteristic can be subscribed: its flags offer `notify` or `indicate`, or BlueZ gave no flags
+    /// (then trying is the only way to know). A profile's characteristic whose notifications are optional (the
+    /// standard Battery Level, SPEC §16) is then read, not subscribed, on a device that does not offer them.
+    static func offersNotifications(_ characteristic: BlueZCharacteristicInfo) -> Bool {
+        characteristic.flags.isEmpty || characteristic.flags.contains("notify")
+            || characteristic.flags.contains("indicate")
+    }
+
+    /// Watches a notification socket; `false` (and the attempt failed) when it cannot be watched.
+    func open(_ channel: Int, fd: FileDescriptor, mtu: Int, attempt: UInt64) -> Bool {
         guard let api = self.api else {
             fd.close()
             return false
@@ -88,7 +111,7 @@ extension EmpaticaDeviceManager {
             return false
         }
         reader.onNotification = { [unowned self] bytes in
-            self.receive(stream, bytes)
+            self.receive(channel, bytes)
         }
         reader.onClose = { [weak self] _ in
             // BlueZ closes every socket when the link drops; one hang-up is enough to start over.
@@ -98,36 +121,44 @@ extension EmpaticaDeviceManager {
         return true
     }
 
-    /// Writes the start command (the E4's session start), then tells the lifecycle.
-    func writeStart(attempt: UInt64) {
-        guard let api = self.api,
-              let command = api.bluez.characteristics(of: self.path)
-                .first(where: { BluetoothUUID($0.uuid) == E4Profile.commandCharacteristic })?.path
-        else {
-            self.handle(.stepFailed(attempt: attempt, .profileMismatch("no command characteristic 3E71")))
+    /// Writes the profile's session start, in order, to the characteristics found (a write to an optional one that
+    /// is absent is left out), then tells the lifecycle (``ConnectionLifecycle/Event/sessionStarted(attempt:)``).
+    func startSession(attempt: UInt64) {
+        let found = self.profileCharacteristics().found
+        let writes = self.profile.sessionStart(unixTime: Self.now()).compactMap { write in
+            found.first { $0.channel == write.channel }.map { (path: $0.path, write: write) }
+        }
+        self.writeSessionStart(writes[...], attempt: attempt)
+    }
+
+    func writeSessionStart(_ writes: ArraySlice<(path: String, write: ProfileWrite)>, attempt: UInt64) {
+        guard let api = self.api else { return }
+        guard let next = writes.first else {
+            self.handle(.sessionStarted(attempt: attempt))
             return
         }
-        var packet = E4PacketBytes()
-        E4Command.start(unixTime: UInt32(clamping: Int(Self.now()))).encode(into: &packet)
-        let bytes = packet.withUnsafeBytes { Array($0) }
-        api.bluez.writeValue(characteristic: command, bytes) { [weak self] result in
-            guard let self else { return }
+        api.bluez.writeValue(characteristic: next.path, next.write.bytes, withResponse: next.write.withResponse) {
+            [weak self] result in
+            guard let self, self.lifecycle.isCurrent(attempt) else { return }
             switch result {
             case .failure(let error):
                 self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
             case .success:
-                self.handle(.sessionStarted(attempt: attempt))
+                self.writeSessionStart(writes.dropFirst(), attempt: attempt)
             }
         }
     }
 
-    func readBattery() {
-        guard let api = self.api,
-              let battery = api.bluez.characteristics(of: self.path)
-                .first(where: { BluetoothUUID($0.uuid) == E4Profile.batteryCharacteristic }) else { return }
-        api.bluez.readValue(characteristic: battery.path) { [weak self] result in
-            guard let self, case .success(let bytes) = result else { return }
-            bytes.withUnsafeBytes { self.receive(.battery, $0) }
+    /// Reads the characteristics the profile reads once at the start (the E4's battery) and decodes the values.
+    func readAtStart() {
+        guard let api = self.api else { return }
+        let present = api.bluez.characteristics(of: self.path)
+        for (channel, wanted) in self.channels.enumerated() where wanted.readAtStart {
+            guard let characteristic = present.first(where: { $0.uuid == wanted.uuid }) else { continue }
+            api.bluez.readValue(characteristic: characteristic.path) { [weak self] result in
+                guard let self, case .success(let bytes) = result else { return }
+                bytes.withUnsafeBytes { self.receive(channel, $0) }
+            }
         }
     }
 
@@ -148,10 +179,10 @@ extension EmpaticaDeviceManager {
 
     /// A `PropertiesChanged(Value)` notification (StartNotify fallback).
     func characteristicValueChanged(_ path: String) {
-        guard let stream = self.valueSubscriptions[path], self.deviceStatus == .connected,
+        guard let channel = self.valueSubscriptions[path], self.deviceStatus == .connected,
               let value = self.api?.bluez.cache.properties(path, BlueZNames.gattCharacteristic)?["Value"]?.bytes
         else { return }
-        value.withUnsafeBytes { self.receive(stream, $0) }
+        value.withUnsafeBytes { self.receive(channel, $0) }
     }
 
     /// Wall-clock time in seconds since 1970.
@@ -163,12 +194,14 @@ extension EmpaticaDeviceManager {
 
     // MARK: Decoding (the hot path: no allocation)
 
-    func receive(_ stream: E4Stream, _ bytes: UnsafeRawBufferPointer) {
+    /// One value of the characteristic at `channel` of the profile.
+    func receive(_ channel: Int, _ bytes: UnsafeRawBufferPointer) {
+        guard self.channels.indices.contains(channel) else { return }
         self.counters.notifications &+= 1
         let arrival = Self.now()
-        self.rawTap?(stream, bytes, arrival)
+        self.rawTap?(self.channels[channel].uuid, bytes, arrival)
         var sink = DelegateSink(device: self)
-        self.decoding.receive(stream, bytes, arrival: arrival, into: &sink)
+        self.decoder.receive(channel: channel, bytes, arrival: arrival, into: &sink)
     }
 }
 

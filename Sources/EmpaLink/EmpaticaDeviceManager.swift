@@ -1,16 +1,17 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bluetooth
 import BlueZ
 import DBus
-import E4
 import EventLoop
 import Posix
 
 /// One wristband (the SDK's `EmpaticaDeviceManager`): identity, connection and data streams.
 ///
-/// `connect(delegate:)` connects, subscribes to every stream (AcquireNotify, falling back to StartNotify),
-/// writes the start command, and — with ``ConnectOptions/autoReconnect`` — keeps the wristband connected:
+/// `connect(delegate:)` connects, subscribes to every stream of its ``profile`` (AcquireNotify, falling back to
+/// StartNotify), starts the session (for an E4, writes the start command), and — with
+/// ``ConnectOptions/autoReconnect`` — keeps the wristband connected:
 /// failures and link losses are retried with exponential backoff and jitter until ``disconnect()``.
 public final class EmpaticaDeviceManager {
     /// Connection behaviour beyond the SDK's one-shot connect.
@@ -37,9 +38,11 @@ public final class EmpaticaDeviceManager {
     }
 
     weak var api: EmpaticaAPI?
-    /// The BlueZ object path.
-    public let path: String
-    public let address: DeviceAddress
+    /// The BlueZ object path (BlueZ's business: not part of the API).
+    let path: String
+    public let address: BluetoothAddress
+    /// The kind of device, which says how it is connected and decoded.
+    public let profile: any DeviceProfile
     /// Lower-case hex of the address's last three bytes, e.g. `9ff167`.
     public var serialNumber: String { self.address.serial }
     public private(set) var name: String
@@ -56,8 +59,9 @@ public final class EmpaticaDeviceManager {
     public internal(set) var lastError: EmpaLinkError?
 
     weak var delegate: (any EmpaticaDeviceDelegate)?
-    /// Sees every raw notification with its arrival time before it is decoded (`empalinkctl capture`).
-    public var rawTap: ((E4Stream, UnsafeRawBufferPointer, Double) -> Void)?
+    /// Sees every raw notification (and value read at session start) with its characteristic and arrival time
+    /// before it is decoded (`empalinkctl capture`).
+    public var rawTap: ((BluetoothUUID, UnsafeRawBufferPointer, Double) -> Void)?
     var options = ConnectOptions()
     /// Where the connection stands; the manager executes what it decides (see ``handle(_:)``).
     var lifecycle: ConnectionLifecycle
@@ -72,26 +76,35 @@ public final class EmpaticaDeviceManager {
     /// Whether the device is meant to be connected (``connect(delegate:)`` called, ``disconnect()`` not):
     /// it is connected, connecting, or waiting to reconnect.
     public var isConnectionWanted: Bool { self.lifecycle.wantsConnection }
+    /// Whether BlueZ reports a link to the device now — ours, or another central's on this adapter (a second
+    /// connection to a device already connected would break both).
+    public var isLinkUp: Bool { self.api?.bluez.device(at: self.path)?.connected == true }
     var streams: [NotificationStream] = []
-    /// Characteristics subscribed through StartNotify, by path, with their stream.
-    var valueSubscriptions: [String: E4Stream] = [:]
-    var decoding = DeviceStreams()
+    /// Characteristics subscribed through StartNotify, by path, with their channel.
+    var valueSubscriptions: [String: Int] = [:]
+    /// The profile's characteristics, by channel (read once: a profile may compute them).
+    let channels: [ProfileCharacteristic]
+    let decoder: any ProfileDecoder
     var random = SystemRandomNumberGenerator()
 
-    init(api: EmpaticaAPI, path: String, address: DeviceAddress, info: BlueZDeviceInfo) {
+    init(api: EmpaticaAPI, path: String, address: BluetoothAddress, info: BlueZDeviceInfo,
+         profile: any DeviceProfile) {
         self.api = api
         self.path = path
         self.address = address
-        self.name = info.name ?? E4Profile.e4Name
+        self.profile = profile
+        self.channels = profile.characteristics
+        self.decoder = profile.makeDecoder()
+        self.name = info.name ?? profile.displayName
         self.rssi = Self.reportedRSSI(info.rssi)
         self.lifecycle = ConnectionLifecycle(label: address.serial)
     }
 
     /// Decoder statistics summed over the streams (received, lost, duplicates, decode errors).
-    public var statistics: E4StreamStatistics { self.decoding.statistics }
+    public var statistics: DecoderStatistics { self.decoder.statistics }
 
     /// Timestamp re-anchors (SPEC §8).
-    public var clockReanchors: UInt64 { self.decoding.reanchors }
+    public var clockReanchors: UInt64 { self.decoder.reanchors }
 
     func update(_ info: BlueZDeviceInfo) {
         if let name = info.name { self.name = name }
@@ -194,12 +207,12 @@ public final class EmpaticaDeviceManager {
         case .subscribe(let attempt):
             self.subscribe(attempt: attempt)
         case .startSession(let attempt):
-            self.writeStart(attempt: attempt)
+            self.startSession(attempt: attempt)
         case .sessionUp:
             self.lastError = nil
             self.connectedSince = Self.now()
-            self.decoding.reset()
-            self.readBattery()
+            self.decoder.reset()
+            self.readAtStart()
         case .closeStreams(let stopNotify):
             self.closeStreams(stopNotify: stopNotify)
         case .arm(let timer):

@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 import E4
 
@@ -105,7 +106,7 @@ extension PeripheralSimulator {
         let isNew = !self.adapterInterfaces.contains(PeripheralSimulator.adapterInterface)
         self.adapterInterfaces.formUnion(interfaces.keys)
         if isNew, let properties = interfaces[PeripheralSimulator.adapterInterface]?.stringKeyed {
-            guard let text = properties["Address"]?.string, let address = DeviceAddress(text) else {
+            guard let text = properties["Address"]?.string, let address = BluetoothAddress(text) else {
                 return self.fail("adapter \(self.adapterName) reports no valid Address")
             }
             guard self.ensureDevice(address) else { return }
@@ -139,7 +140,7 @@ extension PeripheralSimulator {
     /// Creates the wristband (its identity is the adapter's address) and its truth recorder, once.
     ///
     /// - Returns: `false` after a failure was reported.
-    func ensureDevice(_ address: DeviceAddress) -> Bool {
+    func ensureDevice(_ address: BluetoothAddress) -> Bool {
         if let device = self.device {
             if device.address != address {
                 self.logger.warn("adapter \(self.adapterName) now has address \(address); the wristband keeps "

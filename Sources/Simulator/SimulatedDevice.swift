@@ -1,3 +1,4 @@
+import Bluetooth
 import DBus
 import E4
 import EventLoop
@@ -7,7 +8,7 @@ import EventLoop
 /// Device k (1-based) has address `00:07:80:A0:01:kk`, serial `a001kk` and the name "Empatica E4".
 final class SimulatedDevice {
     let index: Int
-    let address: DeviceAddress
+    let address: BluetoothAddress
     let addressString: String
     let serial: String
     let name = E4Profile.e4Name
@@ -53,10 +54,10 @@ final class SimulatedDevice {
     /// - Parameter address: the wristband's address; `nil` for device k's simulated `00:07:80:A0:01:kk` (the
     ///   peripheral face passes its adapter's, since that is the address a central sees).
     /// - Parameter omitting: characteristics (16-bit UUIDs) left out of the GATT tree (`omit_characteristics`).
-    init(index: Int, seed: UInt64, physiology: PhysiologyParameters, address: DeviceAddress? = nil,
+    init(index: Int, seed: UInt64, physiology: PhysiologyParameters, address: BluetoothAddress? = nil,
          omitting: Set<UInt16> = []) {
         self.index = index
-        self.address = address ?? DeviceAddress(0x00, 0x07, 0x80, 0xA0, 0x01, UInt8(truncatingIfNeeded: index))
+        self.address = address ?? BluetoothAddress(0x00, 0x07, 0x80, 0xA0, 0x01, UInt8(truncatingIfNeeded: index))
         self.addressString = self.address.description
         self.serial = self.address.serial
         self.path = "/org/bluez/hci0/dev_" + self.addressString.split(separator: ":").joined(separator: "_")

@@ -7,7 +7,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import DBus
 import EmpaLink
 import EventLoop
 
@@ -66,10 +65,9 @@ guard arguments.count >= 3 else {
 let seconds = arguments.count > 3 ? Int64(arguments[3]) ?? 30 : 30
 do {
     let loop = try EventLoop()
-    let bus = try DBusConnection.connect(address: DBusConnection.systemBusAddress, loop: loop)
     var options = EmpaticaAPI.Options()
     options.keyringPath = arguments[2]
-    let api = try EmpaticaAPI(connection: bus, options: options)
+    let api = try EmpaticaAPI(loop: loop, options: options)
     let monitor = HeartMonitor(loop: loop)
     try api.authenticate(apiKey: arguments[1])
     try api.discoverDevices(delegate: monitor)
@@ -79,7 +77,7 @@ do {
     }
     loop.run()
     print("received \(monitor.bvpSamples) BVP samples")
-    bus.close()
+    api.close()
     loop.close()
     exit(monitor.bvpSamples > 0 ? 0 : 1)
 } catch {

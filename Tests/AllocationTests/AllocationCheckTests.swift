@@ -18,7 +18,7 @@ import Testing
         "e4.control.decode", "e4.control.error.tooShort", "e4.command.decode", "e4.command.error.invalidContent",
         "e4.bvp.encode", "e4.acc.encode", "e4.gsr.encode", "e4.temp.encode", "e4.events.encode",
         "device.receive.bvp+acc", "device.receive.gsr", "device.receive.temp", "device.receive.battery",
-        "device.receive.tag", "device.receive.malformed",
+        "device.receive.tag", "device.receive.malformed", "profile.receive.bvp+acc",
         "notification.read.decode", "loop.timer.repeating", "spool.append", "agent.publish.spooled",
     ]
     /// The hot-path publish, on its own and as the agent hands a notification's batches to it (decode, batches,
@@ -50,9 +50,12 @@ import Testing
     }
 
     @Test func decodersAndTheLiveDecodePathAllocateNothingInAnyBuild() throws {
-        // The codecs and `DeviceStreams` are allocation-free even unoptimised: no budget, debug or release.
+        // The codecs, `DeviceStreams` and the profile seam over it are allocation-free even unoptimised: no
+        // budget, debug or release.
         let report = try Self.shared.get()
-        let pure = Self.steadyState.filter { $0.hasPrefix("e4.") || $0.hasPrefix("device.") }
+        let pure = Self.steadyState.filter { name in
+            ["e4.", "device.", "profile."].contains { name.hasPrefix($0) }
+        }
         for name in pure.sorted() {
             let result = try #require(report.cases[name], "missing case \(name): \(report.output)")
             #expect(result.allocations == 0, "\(name) allocated: \(result.line)")

@@ -1,7 +1,7 @@
 extension BluetoothUUID {
     /// Parses a UUID string, case-insensitively, without trapping on any input.
     ///
-    /// Accepted forms: 4 hex digits (`"3EA1"` → ``bit16(_:)``), 8 hex digits (``bit32(_:)``), 32 hex digits, or
+    /// Accepted forms: 4 hex digits (`"2A37"` → ``bit16(_:)``), 8 hex digits (``bit32(_:)``), 32 hex digits, or
     /// the canonical 36-character form with dashes after digits 8, 12, 16 and 20, as BlueZ writes it
     /// (both → ``bit128(_:)``; equality still matches the short forms). Anything else returns `nil`.
     ///

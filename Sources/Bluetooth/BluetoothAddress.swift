@@ -1,8 +1,9 @@
-/// A 6-byte Bluetooth device address, e.g. `00:07:80:9F:F1:67`.
+/// A 6-byte Bluetooth device address (BD_ADDR), e.g. `00:07:80:9F:F1:67`.
 ///
 /// Stored in one `UInt64` (byte 0, the first written, most significant) so it is a cheap, allocation-free
-/// dictionary key on the event loop.
-public struct DeviceAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
+/// dictionary key on the event loop. Whether it is a public or a random address is not part of the six bytes:
+/// see ``BluetoothAddressType``.
+public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The 48-bit address; the upper 16 bits are always zero.
     public let rawValue: UInt64
 
@@ -49,7 +50,8 @@ public struct DeviceAddress: Hashable, Sendable, Comparable, CustomStringConvert
         return UInt8(truncatingIfNeeded: self.rawValue >> UInt64(8 * (5 - index)))
     }
 
-    /// The device serial: lower-case hex of the last three bytes, e.g. `"9ff167"` (SPEC §5).
+    /// The last three bytes as lower-case hex, e.g. `"9ff167"`: the device serial of SPEC §5 (for an E4 the
+    /// serial printed on the wristband; for other devices the agent's name for them).
     public var serial: String {
         Self.hex(self.rawValue & 0xFF_FFFF, digits: 6, upperCase: false, colons: false)
     }
@@ -59,7 +61,7 @@ public struct DeviceAddress: Hashable, Sendable, Comparable, CustomStringConvert
         Self.hex(self.rawValue, digits: 12, upperCase: true, colons: true)
     }
 
-    public static func < (lhs: DeviceAddress, rhs: DeviceAddress) -> Bool {
+    public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {
         lhs.rawValue < rhs.rawValue
     }
 

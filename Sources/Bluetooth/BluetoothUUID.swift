@@ -1,8 +1,8 @@
 /// A Bluetooth UUID in the width it was given: 16-bit and 32-bit UUIDs are shorthand for 128-bit UUIDs on the
 /// Bluetooth base UUID `0000xxxx-0000-1000-8000-00805f9b34fb`.
 ///
-/// Equality and hashing are on the 128-bit expansion, so `.bit16(0x3EA1)` equals the `.bit128` value BlueZ
-/// reports as `"00003ea1-0000-1000-8000-00805f9b34fb"`. Normalising at that one boundary lets the rest of the
+/// Equality and hashing are on the 128-bit expansion, so `.bit16(0x2A37)` equals the `.bit128` value BlueZ
+/// reports as `"00002a37-0000-1000-8000-00805f9b34fb"`. Normalising at that one boundary lets the rest of the
 /// code compare the profile's short constants against whatever BlueZ hands out, without allocating.
 public enum BluetoothUUID: Sendable, CustomStringConvertible {
     /// A 16-bit UUID on the Bluetooth base UUID.
@@ -42,7 +42,27 @@ public enum BluetoothUUID: Sendable, CustomStringConvertible {
         return nil
     }
 
-    /// The canonical lower-case 128-bit form BlueZ uses, e.g. `"00003ea1-0000-1000-8000-00805f9b34fb"`.
+    /// The shortest form in upper-case hex, as specifications write UUIDs: `"2A37"` for a 16-bit UUID, 8 digits for
+    /// a 32-bit one, and the canonical 128-bit form (``description``) for any other.
+    public var shortDescription: String {
+        switch self.shortest {
+        case .bit16(let value): Self.hex(UInt128(value), digits: 4)
+        case .bit32(let value): Self.hex(UInt128(value), digits: 8)
+        case .bit128: self.description
+        }
+    }
+
+    private static func hex(_ value: UInt128, digits: Int) -> String {
+        let table: [UInt8] = Array("0123456789ABCDEF".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(digits)
+        for index in 0..<digits {
+            text.append(table[Int(truncatingIfNeeded: (value >> UInt128(4 * (digits - 1 - index))) & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The canonical lower-case 128-bit form BlueZ uses, e.g. `"00002a37-0000-1000-8000-00805f9b34fb"`.
     public var description: String {
         let value = self.uuid128
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
