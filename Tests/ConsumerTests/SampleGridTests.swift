@@ -1,0 +1,45 @@
+import Consumer
+import Testing
+
+@Suite struct SampleGridTests {
+    @Test func dropsSamplesBeforeTheStartAndAppendsContiguousOnes() {
+        var grid = SampleGrid(start: 100, rate: 4, columns: 1, maximumFillSeconds: 1)
+        #expect(grid.place(time: 99.5, samples: [1, 2, 3, 4]) == .rows([3, 4], filled: 0))
+        #expect(grid.droppedBeforeStart == 2)
+        #expect(grid.place(time: 100.5, samples: [5, 6]) == .rows([5, 6], filled: 0))
+        #expect(grid.rows == 4)
+        #expect(grid.endTime == 101)
+    }
+
+    @Test func fillsAShortLossByInterpolationSoEverySampleKeepsItsRow() {
+        var grid = SampleGrid(start: 100, rate: 4, columns: 1, maximumFillSeconds: 1)
+        _ = grid.place(time: 100, samples: [0, 1])
+        // 100.5 and 100.75 lost; 101.0 arrives as the next message.
+        #expect(grid.place(time: 101, samples: [4]) == .rows([2, 3, 4], filled: 2))
+        #expect(grid.rows == 5)
+        #expect(grid.filled == 2)
+    }
+
+    @Test func accFillsAreIntegers() {
+        var grid = SampleGrid(start: 0, rate: 32, columns: 3, maximumFillSeconds: 1)
+        _ = grid.place(time: 0, samples: [0, 0, 0])
+        #expect(grid.place(time: 2.0 / 32, samples: [3, 3, 3]) == .rows([2, 2, 2, 3, 3, 3], filled: 1))
+    }
+
+    @Test func aLongLossOrABackwardJumpSplits() {
+        var grid = SampleGrid(start: 100, rate: 4, columns: 1, maximumFillSeconds: 1)
+        _ = grid.place(time: 100, samples: [0])
+        #expect(grid.place(time: 101.5, samples: [1]) == .split)
+        #expect(grid.place(time: 99.9, samples: [1]) == .split)
+        #expect(grid.rows == 1)
+        // Jitter below half a sample is the same grid.
+        #expect(grid.place(time: 100.25 + 0.1, samples: [1]) == .rows([1], filled: 0))
+    }
+
+    @Test func aShortLateStartIsPaddedWithTheFirstSample() {
+        var grid = SampleGrid(start: 100, rate: 4, columns: 1, maximumFillSeconds: 1)
+        #expect(grid.place(time: 100.5, samples: [7]) == .rows([7, 7, 7], filled: 2))
+        var late = SampleGrid(start: 100, rate: 4, columns: 1, maximumFillSeconds: 1)
+        #expect(late.place(time: 103, samples: [7]) == .dropped)
+    }
+}
