@@ -14,9 +14,13 @@ public struct E4ProtocolSession: Sendable {
         public var line: String?
         /// Close the connection gracefully after the reply.
         public var close = false
-        public init(line: String?, close: Bool = false) {
+        /// A subscription was switched on: the server follows the reply with the latest reading of slow streams
+        /// (battery), which would otherwise take minutes to show.
+        public var subscribed: E4Subscription?
+        public init(line: String?, close: Bool = false, subscribed: E4Subscription? = nil) {
             self.line = line
             self.close = close
+            self.subscribed = subscribed
         }
     }
 
@@ -75,11 +79,15 @@ public struct E4ProtocolSession: Sendable {
                                  + "valid! Available streams: [acc,bat,bvp,gsr,ibi,tag,tmp]")
             }
             switch arguments.count > 1 ? arguments[1].uppercased() : "" {
-            case "ON": self.subscriptions.insert(stream)
-            case "OFF": self.subscriptions.remove(stream)
-            default: return Reply(line: "R device_subscribe \(name) ERR expected ON or OFF")
+            case "ON":
+                self.subscriptions.insert(stream)
+                return Reply(line: "R device_subscribe \(name) OK", subscribed: stream)
+            case "OFF":
+                self.subscriptions.remove(stream)
+                return Reply(line: "R device_subscribe \(name) OK")
+            default:
+                return Reply(line: "R device_subscribe \(name) ERR expected ON or OFF")
             }
-            return Reply(line: "R device_subscribe \(name) OK")
         case "pause":
             switch arguments.first?.uppercased() {
             case "ON"?:

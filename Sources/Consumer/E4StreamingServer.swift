@@ -103,6 +103,12 @@ public final class E4StreamingServer {
         case .devices(_, let devices):
             self.directory.seen(devices)
         case .deviceStatus(let board, let device, let state):
+            if let level = state.battery, self.battery[E4Directory.id(of: device)] == nil {
+                self.battery[E4Directory.id(of: device)] = DataMessage(
+                    stream: .battery, sid: state.sid ?? "status", seq: 0,
+                    // The status carries no reading time: the time it reached us.
+                    events: [DataMessage.Event(time: Self.wallClock(), value: level)])
+            }
             guard let change = self.directory.status(state, board: board, serial: device) else { return }
             let id = E4Directory.id(of: device)
             if change {
@@ -119,6 +125,10 @@ public final class E4StreamingServer {
                 }
             }
         case .data(_, let device, let message):
+            if message.stream == .battery, let last = message.events.last {
+                self.battery[E4Directory.id(of: device)] = DataMessage(stream: .battery, sid: message.sid,
+                                                                       seq: message.seq, events: [last])
+            }
             guard let subscription = E4Subscription(message.stream) else { return }
             let id = E4Directory.id(of: device)
             var plain: [UInt8]?
@@ -139,6 +149,9 @@ public final class E4StreamingServer {
             break
         }
     }
+
+    /// The latest battery reading per E4 id (from the `battery` stream, or a wristband status).
+    var battery: [String: DataMessage] = [:]
 
     /// Wristbands whose connection was reported lost, for the "re-established" line.
     var lost: Set<String> = []
@@ -205,6 +218,11 @@ public final class E4StreamingServer {
                 self.counters.commands += 1
                 let reply = client.session.handle(line, directory: self.directory)
                 if let text = reply.line { self.send(Array((text + "\n").utf8), to: client) }
+                if reply.subscribed == .bat, let id = client.session.device, let battery = self.battery[id],
+                   !client.session.paused
+                {
+                    self.send(Array(E4DataLines.text(battery, decimalComma: self.options.decimalComma).utf8), to: client)
+                }
                 guard self.clients[client.fd.rawValue] === client else { return }
                 if reply.close {
                     client.closeAfterFlush = true
@@ -269,6 +287,13 @@ public final class E4StreamingServer {
         if let registration = client.registration { self.loop.deregister(registration) }
         client.registration = nil
         client.fd.close()
+    }
+
+    /// Seconds since 1970 now.
+    static func wallClock() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// Closes every connection and the listener.
