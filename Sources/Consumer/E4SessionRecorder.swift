@@ -127,21 +127,27 @@ public final class E4SessionRecorder {
         let halfSample = 0.5 / message.rate
         // A message may straddle a split: the part before the later session's start goes to the earlier one.
         while message.count > 0 {
+            let last = message.time(of: message.count - 1)
+            // The session the message starts in; or, for a message that begins before the first session of its sid
+            // (the one that opened it: its samples before the start are dropped by the grid), that one.
             let index = list.lastIndex { $0.sid == message.sid && Double($0.start) - halfSample <= message.start }
+                ?? list.firstIndex { $0.sid == message.sid && Double($0.start) - halfSample <= last }
             guard let index, message.start < list[index].endTime else {
-                if list.contains(where: { $0.sid == message.sid && message.start < Double($0.start) - halfSample }) {
+                if list.contains(where: { $0.sid == message.sid && last < Double($0.start) - halfSample }) {
                     // Older than every open session of this sid: its session is closed already.
                     self.counters.droppedSamples += message.count
                     break
                 }
-                let session = self.open(device: device, sid: message.sid, board: board, first: message.start, now: now)
-                for other in list where other.sid != message.sid && other.closeAt == nil {
-                    other.closeAt = now + self.options.lingerSeconds
-                    other.closeReason = "the wristband started a new connection session"
-                }
-                list.append(session)
+                // A new session waits until every sampled stream has spoken (or ``openingSeconds``), so that its
+                // start T is a second that all of them cover: no stream then begins with made-up rows.
+                var opening = self.opening[device] ?? Opening(sid: message.sid, board: board, since: now)
+                if opening.sid != message.sid { opening = Opening(sid: message.sid, board: board, since: now) }
+                opening.messages.append(message)
+                self.opening[device] = opening
+                if Set(opening.messages.map(\.stream)).count < 4 && now - opening.since < Self.openingSeconds { break }
                 self.sessions[device] = list
-                continue
+                self.openBuffered(device: device, now: now)
+                return
             }
             let session = list[index]
             var head = message
@@ -163,7 +169,10 @@ public final class E4SessionRecorder {
                     self.counters.droppedSamples += head.count
                 } else {
                     self.counters.splits += 1
-                    let next = max(Int(head.start.rounded(.up)), session.start + 1)
+                    // The next session starts after everything the other streams placed here already, so that none
+                    // of their rows moves; the rest of this stream up to there is dropped.
+                    let placed = session.grids.values.map(\.endTime).max() ?? head.start
+                    let next = max(Int(max(head.start, placed).rounded(.up)), session.start + 1)
                     session.endTime = Double(next)
                     session.closeAt = now + self.options.lingerSeconds
                     session.closeReason = "a \(head.stream.rawValue) gap the sample grid cannot span"
@@ -185,7 +194,7 @@ public final class E4SessionRecorder {
         guard let file = E4SessionFiles.file(for: message.stream) else { return true }
         var grid = session.grids[message.stream]
             ?? SampleGrid(start: Double(session.start), rate: message.rate, columns: message.stream.columns,
-                          maximumFillSeconds: self.options.maximumFillSeconds)
+                          maximumFillSeconds: self.maximumFill(message.stream))
         let before = grid.droppedBeforeStart
         let outcome = grid.place(time: message.start, samples: message.samples)
         self.counters.droppedSamples += grid.droppedBeforeStart - before
@@ -198,6 +207,10 @@ public final class E4SessionRecorder {
             return true
         case .rows(let values, let filled):
             self.counters.filledSamples += filled
+            if filled > 0, let run = grid.fills.last {
+                // Kept beside the data, so that a session closed after a crash still lists its filled rows.
+                session.pending["session.txt", default: ""] += "fill=\(file),\(run.row),\(run.count)\n"
+            }
             let columns = message.stream.columns
             var text = ""
             var index = 0
@@ -212,7 +225,54 @@ public final class E4SessionRecorder {
         }
     }
 
+    /// A wristband's messages of a new `sid` before its first session has a start.
+    struct Opening {
+        var sid: String
+        var board: String
+        var since: Double
+        var messages: [DataMessage] = []
+    }
+
+    var opening: [String: Opening] = [:]
+    static let openingSeconds = 4.0
+
+    /// Opens the first session of the buffered `sid` at the first whole second every buffered stream covers, then
+    /// places the buffered messages.
+    func openBuffered(device: String, now: Double) {
+        guard let opening = self.opening.removeValue(forKey: device) else { return }
+        var firsts: [ConsumerStream: Double] = [:]
+        for message in opening.messages where message.stream.isSampled && firsts[message.stream] == nil {
+            firsts[message.stream] = message.start
+        }
+        guard let latest = firsts.values.max() else { return }
+        var list = self.sessions[device] ?? []
+        for other in list where other.sid != opening.sid && other.closeAt == nil {
+            other.closeAt = now + self.options.lingerSeconds
+            other.closeReason = "the wristband started a new connection session"
+        }
+        list.append(self.open(device: device, sid: opening.sid, board: opening.board, first: latest, now: now))
+        self.sessions[device] = list
+        for message in opening.messages {
+            if message.stream.isSampled {
+                self.place(message, board: opening.board, device: device, now: now)
+            } else {
+                self.placeEvents(message, device: device, now: now)
+            }
+        }
+    }
+
+    /// The gap policy's limit for a stream: `--max-fill` for BVP and ACC; four times it for EDA and temperature,
+    /// slow signals whose one lost packet already spans 1.5 s (EDA) or 2 s (temperature).
+    func maximumFill(_ stream: ConsumerStream) -> Double {
+        stream == .gsr || stream == .temp ? 4 * self.options.maximumFillSeconds : self.options.maximumFillSeconds
+    }
+
     func placeEvents(_ message: DataMessage, device: String, now: Double) {
+        if var opening = self.opening[device], opening.sid == message.sid {
+            opening.messages.append(message)
+            self.opening[device] = opening
+            return
+        }
         let list = self.sessions[device] ?? []
         for event in message.events {
             guard let session = list.last(where: {
@@ -266,6 +326,9 @@ public final class E4SessionRecorder {
 
     /// Writes what arrived since the last tick and closes sessions that are due; call about once a second.
     public func tick(now: Double) {
+        for (device, opening) in self.opening where now - opening.since >= Self.openingSeconds {
+            self.openBuffered(device: device, now: now)
+        }
         for (device, list) in self.sessions {
             var keep: [Session] = []
             for session in list {
@@ -313,6 +376,7 @@ public final class E4SessionRecorder {
             return
         }
         let filled = session.grids.values.reduce(0) { $0 + $1.filled }
+        self.flush(session)
         let facts = """
             device: \(E4Directory.id(of: session.device)) (serial \(session.device)), board \(session.board), \
             connection session \(session.sid)
@@ -326,10 +390,11 @@ public final class E4SessionRecorder {
     }
 
     func finish(directory: String, start: Int, zipPath: String, facts: String) {
+        let facts = facts + "\n" + Self.fillListing(directory: directory)
         do throws(Errno) {
             try E4SessionFiles.write(Array(self.heartRate(directory, start).utf8), to: directory + "/HR.csv",
                                      sync: false)
-            try E4SessionFiles.write(Array(Self.info(start: start, facts: facts).utf8), to: directory + "/info.txt",
+            try E4SessionFiles.write(Array(Self.info(start: start, maximumFill: self.options.maximumFillSeconds, facts: facts).utf8), to: directory + "/info.txt",
                                      sync: false)
         } catch {
             self.counters.writeErrors += 1
@@ -353,7 +418,7 @@ public final class E4SessionRecorder {
     func recover() {
         for name in E4SessionFiles.entries(of: self.partialDirectory) {
             let directory = self.partialDirectory + "/" + name
-            let meta = (try? readFile(atPath: directory + "/session.txt", limit: 4096)).map {
+            let meta = (try? readFile(atPath: directory + "/session.txt", limit: 64 << 20)).map {
                 String(decoding: $0, as: UTF8.self)
             } ?? ""
             var values: [String: String] = [:]
@@ -383,8 +448,26 @@ public final class E4SessionRecorder {
         }
     }
 
+    /// `info.txt`'s list of the rows the gap policy filled, from the `fill=` lines of `session.txt`.
+    static func fillListing(directory: String) -> String {
+        let meta = (try? readFile(atPath: directory + "/session.txt", limit: 64 << 20)).map {
+            String(decoding: $0, as: UTF8.self)
+        } ?? ""
+        var runs: [String: [String]] = [:]
+        for line in meta.split(separator: "\n") where line.hasPrefix("fill=") {
+            let parts = line.dropFirst(5).split(separator: ",")
+            guard parts.count == 3, let row = Int(parts[1]), let count = Int(parts[2]), count > 0 else { continue }
+            runs[String(parts[0]), default: []].append(count == 1 ? "\(row)" : "\(row)-\(row + count - 1)")
+        }
+        var text = "filled rows (0-based, counted after the header lines):\n"
+        for file in ["ACC.csv", "BVP.csv", "EDA.csv", "TEMP.csv"] {
+            text += "  \(file): \(runs[file].map { $0.joined(separator: " ") } ?? "none")\n"
+        }
+        return text
+    }
+
     /// The text of `info.txt`.
-    static func info(start: Int, facts: String) -> String {
+    static func info(start: Int, maximumFill: Double, facts: String) -> String {
         """
         E4 connect session export written by empalinkctl record (EmpaLink Edge), from the wristband's MQTT streams.
 
@@ -399,7 +482,8 @@ public final class E4SessionRecorder {
                   edge published them.
         tags.csv  one unix time per button press; empty when none.
         Sample i of a sampled file was taken at T + i / rate (within half a sample period). A loss of at most
-        1 s is filled by linear interpolation; a longer one, or a disconnection, ends the session.
+        \(DecimalText.upTo(maximumFill, 3)) s (BVP, ACC; \(DecimalText.upTo(4 * maximumFill, 3)) s for EDA and TEMP) is filled by
+        linear interpolation (listed below); a longer one, or a disconnection, ends the session.
 
         \(facts)
 

@@ -2,7 +2,7 @@
 /// (SPEC §17.1). Pure.
 ///
 /// The gap policy: the samples of the MQTT contract carry their own times, so the grid never drifts. A message
-/// that continues where the last one ended (within half a sample period) is appended. A forward jump of at most
+/// whose first sample's row is the next row is appended. A forward jump of at most
 /// ``maximumFill`` samples (a few packets lost over the air: the agent's clock skips them) is filled by linear
 /// interpolation between the samples on either side (ACC rounded to integers) and counted; each sample still lands
 /// on its own row. Anything else — a longer jump, or a message that starts before the last one ended (the agent
@@ -20,9 +20,9 @@ public struct SampleGrid: Sendable {
     public private(set) var filled = 0
     /// Samples dropped because they fell before `start`.
     public private(set) var droppedBeforeStart = 0
-    /// The grid position (in samples, fractional) the next sample is expected at; `nil` before the first.
-    var expected: Double?
     var last: [Double] = []
+    /// The first sample's offset from its row, in samples (-0.5…0.5).
+    var phase = 0.0
 
     public init(start: Double, rate: Double, columns: Int, maximumFillSeconds: Double) {
         self.start = start
@@ -40,54 +40,56 @@ public struct SampleGrid: Sendable {
         case dropped
     }
 
+    /// The runs of rows made up by the policy: (first row, count), at most ``fillRunLimit`` of them kept.
+    public private(set) var fills: [(row: Int, count: Int)] = []
+    public static let fillRunLimit = 10_000
+
     /// Places `count` samples (`samples`, row-major) whose first is at time `time`.
+    ///
+    /// A sample's row is its time's nearest grid index, `round((t - start) * rate)`, computed for each message
+    /// from its own time (the agent's times are `t0 + n / fs`, so consecutive messages stay on one grid).
     public mutating func place(time: Double, samples: [Double]) -> Outcome {
         let count = samples.count / self.columns
         guard count > 0 else { return .dropped }
         let position = (time - self.start) * self.rate
-        guard let expected = self.expected else {
-            // The first message: skip samples before the start, fill a short late start.
-            var first = 0
-            while first < count && position + Double(first) < -0.5 { first += 1 }
+        var first = 0
+        if self.rows == 0 {
+            // The first message: skip samples before the start.
+            while first < count && (position + Double(first)).rounded() < 0 { first += 1 }
             guard first < count else {
                 self.droppedBeforeStart += count
                 return .dropped
             }
-            let lead = Int((position + Double(first)).rounded())
-            guard lead <= self.maximumFill else { return .dropped }
-            self.droppedBeforeStart += first
-            var out: [Double] = []
-            out.reserveCapacity((lead + count - first) * self.columns)
-            let head = Array(samples[(first * self.columns)..<((first + 1) * self.columns)])
-            for _ in 0..<lead { out += head }
-            out += samples[(first * self.columns)...]
-            self.rows += lead + count - first
-            self.filled += lead
-            self.expected = position + Double(count)
-            self.last = Array(samples.suffix(self.columns))
-            return .rows(out, filled: lead)
         }
-        let delta = position - expected
-        if delta <= -0.5 { return .split }
-        let missing = Int(delta.rounded())
-        if missing > self.maximumFill { return .split }
+        // The stream's phase against the grid is fixed by its first sample; later rows are counted from it, so a
+        // sample halfway between two rows never flips between them with the last bit of its time.
+        if self.rows == 0 { self.phase = position + Double(first) - (position + Double(first)).rounded() }
+        let row = Int((position + Double(first) - self.phase).rounded())
+        let missing = row - self.rows
+        if missing < 0 { return .split }
+        if missing > self.maximumFill { return self.rows == 0 ? .dropped : .split }
+        self.droppedBeforeStart += first
         var out: [Double] = []
-        out.reserveCapacity((missing + count) * self.columns)
+        out.reserveCapacity((missing + count - first) * self.columns)
+        let head = Array(samples[(first * self.columns)..<((first + 1) * self.columns)])
         if missing > 0 {
             for step in 1...missing {
+                if self.last.isEmpty {
+                    out += head  // a late start: copies of the first sample
+                    continue
+                }
                 let fraction = Double(step) / Double(missing + 1)
                 for column in 0..<self.columns {
                     let a = self.last[column]
-                    let b = samples[column]
-                    let value = a + (b - a) * fraction
+                    let value = a + (head[column] - a) * fraction
                     out.append(self.columns == 3 ? value.rounded() : value)
                 }
             }
+            if self.fills.count < Self.fillRunLimit { self.fills.append((self.rows, missing)) }
         }
-        out += samples
-        self.rows += missing + count
+        out += samples[(first * self.columns)...]
+        self.rows += missing + count - first
         self.filled += missing
-        self.expected = position + Double(count)
         self.last = Array(samples.suffix(self.columns))
         return .rows(out, filled: missing)
     }

@@ -18,6 +18,7 @@ import Testing
         #expect(grid.place(time: 101, samples: [4]) == .rows([2, 3, 4], filled: 2))
         #expect(grid.rows == 5)
         #expect(grid.filled == 2)
+        #expect(grid.fills.map(\.row) == [2] && grid.fills.map(\.count) == [2])
     }
 
     @Test func accFillsAreIntegers() {
@@ -32,7 +33,7 @@ import Testing
         #expect(grid.place(time: 101.5, samples: [1]) == .split)
         #expect(grid.place(time: 99.9, samples: [1]) == .split)
         #expect(grid.rows == 1)
-        // Jitter below half a sample is the same grid.
+        // A sample's row is its time's nearest grid index.
         #expect(grid.place(time: 100.25 + 0.1, samples: [1]) == .rows([1], filled: 0))
     }
 
