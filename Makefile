@@ -13,7 +13,7 @@ BIN          := $(shell pwd)/.build/$(CONFIG)
 
 # Everything the build, the tests and the demo need from Debian.
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
-                dbus mosquitto mosquitto-clients openssl python3-venv
+                dbus mosquitto mosquitto-clients openssl python3-venv tmux
 # What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
 DEB_BUILD_PACKAGES := dpkg-dev binutils chrpath
 DEB_PACKAGES := $(DEB_BUILD_PACKAGES) lintian python3-seccomp
@@ -108,9 +108,9 @@ test-system: deps static-libstdc++
 	EMPALINK_STATIC_BIN=$(shell pwd)/.build/release EMPALINK_DEB=$$(tail -1 .build/system-vm-deb.txt) \
 	  $(PY) -m pytest -q Tests/system
 
-## demo: what exists today, on the shipped demo configuration.
+## demo: the shipped demo configuration, shown by `empalinkctl watch` (make demo RAW=1: the raw MQTT traffic).
 demo: deps build
-	@bash scripts/demo.sh $(BIN)
+	@DEMO_RAW=$(RAW) bash scripts/demo.sh $(BIN)
 
 ## bench: in-process benchmarks (release build), then the daemon-level runs (bench-daemon).
 # Products are built one by one: a plain `swift build -c release` also builds Tests/Support, which imports
