@@ -43,7 +43,8 @@ public struct WatchBoard: Sendable {
                 row.allowed = seen.allowed
                 if row.board.isEmpty { row.board = board }
                 if row.status == "?" { row.status = seen.allowed ? "seen" : "not allowed" }
-                if seen.rssi != nil { row.rssi = seen.rssi }
+                // A connected wristband does not advertise: its status says `rssi: null` then, and wins.
+                if row.status != "connected" { row.rssi = seen.rssi }
                 self.rows[serial] = row
             }
         case .deviceStatus(let board, let device, let state):
@@ -53,7 +54,7 @@ public struct WatchBoard: Sendable {
                 row.board = board
                 row.status = state.status
                 row.allowed = true
-                if let rssi = state.rssi { row.rssi = rssi }
+                row.rssi = state.rssi
                 if let battery = state.battery { row.battery = battery }
             }
             self.rows[device] = row
