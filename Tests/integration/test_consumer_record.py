@@ -318,3 +318,41 @@ def test_kill_9_mid_session_leaves_no_zip_that_looks_complete_and_a_restart_clos
                     # It holds what was written before the kill: up to the last flush (1 s) before it.
                     assert start + len(export[name]) / RATES[name] > killed_at - 3, name
         assert not list((out / ".partial").iterdir())
+
+
+def test_a_broker_restart_loses_no_sample_of_the_session():
+    with Rig(devices=1, seed=6, scenario=SCENARIO) as rig:
+        out = rig.tmp / "sessions"
+        recorder, log = start_ctl(rig, "record", "--host", "127.0.0.1", "--port", str(rig.port), "--out", str(out),
+                                  log_name="record.log")
+        assert wait_until(lambda: "broker connected" in log.read_text(), 10), log.read_text()
+        rig.start_agent(rig.config_text([1], batch_ms=250))
+        assert rig.wait_connected(1)
+        time.sleep(8)
+        broker = next(p for p in rig.processes if "mosquitto" in " ".join(map(str, p.args)))
+        outage_start = time.time()
+        stop(broker)
+        rig.processes.remove(broker)
+        time.sleep(4)
+        rig._spawn(["mosquitto", "-c", str(rig.tmp / "mosquitto.conf")], "mosquitto-2.log")
+        assert wait_until(lambda: log.read_text().count("broker connected") >= 2, 20), log.read_text()
+        outage_end = time.time()
+        time.sleep(8)  # the agent replays its spool
+        assert stop(recorder) == 0, log.read_text()
+        assert "broker lost" in log.read_text()
+        zips = sorted(out.glob("*.zip"))
+        assert zips
+        covering = None
+        for zip_path in zips:
+            export, folder = read_with_devicely(zip_path, rig.tmp)
+            info = (folder / "info.txt").read_text()
+            assert "closed: the wristband disconnected" not in info, info
+            start = export["start"]["BVP"]
+            if start <= outage_start - 1 and start + len(export["BVP"]) / 64 >= outage_end + 2:
+                covering = (start, filled_rows(info))
+        # One session spans the outage, and none of its rows in it was made up: the spool's replay filled it in.
+        assert covering, [z.name for z in zips]
+        start, filled = covering
+        for name in ("ACC", "BVP", "EDA", "TEMP"):
+            window = range(int((outage_start - start) * RATES[name]), int((outage_end - start) * RATES[name]))
+            assert not filled[name] & set(window), (name, sorted(filled[name] & set(window))[:10])
