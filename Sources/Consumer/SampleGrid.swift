@@ -63,12 +63,22 @@ public struct SampleGrid: Sendable {
         }
         // The stream's phase against the grid is fixed by its first sample; later rows are counted from it, so a
         // sample halfway between two rows never flips between them with the last bit of its time.
-        if self.rows == 0 { self.phase = position + Double(first) - (position + Double(first)).rounded() }
-        let row = Int((position + Double(first) - self.phase).rounded())
+        // A stream's offset against the grid (its phase) is set by its first sample and kept while messages agree
+        // with it, so a sample halfway between two rows never flips between them with the last bit of its time. A
+        // message that disagrees (the edge re-anchored the stream's clock) sets a new phase: every sample stays on
+        // the row nearest its own time.
+        let exact = position + Double(first)
+        var phase = self.phase
+        var row = Int((exact - phase).rounded())
+        if self.rows == 0 || abs(exact - phase - Double(row)) > 0.25 {
+            phase = exact - exact.rounded()
+            row = Int(exact.rounded())
+        }
         let missing = row - self.rows
         if missing < 0 { return .split }
         if missing > self.maximumFill { return self.rows == 0 ? .dropped : .split }
         self.droppedBeforeStart += first
+        self.phase = phase
         var out: [Double] = []
         out.reserveCapacity((missing + count - first) * self.columns)
         let head = Array(samples[(first * self.columns)..<((first + 1) * self.columns)])

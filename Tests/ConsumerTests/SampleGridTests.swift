@@ -37,6 +37,16 @@ import Testing
         #expect(grid.place(time: 100.25 + 0.1, samples: [1]) == .rows([1], filled: 0))
     }
 
+    @Test func aSampleStaysOnTheRowNearestItsTimeAfterAClockJump() {
+        var grid = SampleGrid(start: 0, rate: 4, columns: 1, maximumFillSeconds: 1)
+        // Phase +0.45 of a sample: rows 0 and 1.
+        #expect(grid.place(time: 0.45 / 4, samples: [0, 1]) == .rows([0, 1], filled: 0))
+        // The same phase with the last bits off: still the next row.
+        #expect(grid.place(time: 2.4999 / 4, samples: [2]) == .rows([2], filled: 0))
+        // The clock jumped forward by 0.4 of a sample plus one sample: position 4.85 is nearest row 5.
+        #expect(grid.place(time: 4.85 / 4, samples: [5]) == .rows([3, 4, 5], filled: 2))
+    }
+
     @Test func aShortLateStartIsPaddedWithTheFirstSample() {
         var grid = SampleGrid(start: 100, rate: 4, columns: 1, maximumFillSeconds: 1)
         #expect(grid.place(time: 100.5, samples: [7]) == .rows([7, 7, 7], filled: 2))
