@@ -7,11 +7,13 @@ CONFIG       ?= debug
 SWIFT_FLAGS  ?= -c $(CONFIG)
 VENV         := .venv
 PY           := $(VENV)/bin/python
+# devicely (the E4 export reader of the record test) pins pandas < 2: a venv of its own.
+DEVICELY_VENV := .venv-devicely
 BIN          := $(shell pwd)/.build/$(CONFIG)
 
 # Everything the build, the tests and the demo need from Debian.
 APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-dev zlib1g-dev \
-                dbus mosquitto mosquitto-clients openssl python3-venv
+                dbus mosquitto mosquitto-clients openssl python3-venv tmux
 # What `make deb` adds (packaging and its checks); kept out of APT_PACKAGES so `make test` stays lean.
 DEB_BUILD_PACKAGES := dpkg-dev binutils chrpath
 DEB_PACKAGES := $(DEB_BUILD_PACKAGES) lintian python3-seccomp
@@ -21,8 +23,8 @@ DEB_PACKAGES := $(DEB_BUILD_PACKAGES) lintian python3-seccomp
 
 all: build
 
-## deps: install missing apt packages (idempotent) and the Python test venv.
-deps: apt-deps $(VENV)/.installed
+## deps: install missing apt packages (idempotent) and the Python test venvs.
+deps: apt-deps $(VENV)/.installed $(DEVICELY_VENV)/.installed
 
 apt-deps:
 	@missing=""; \
@@ -41,6 +43,11 @@ $(VENV)/.installed: Tests/requirements.txt | apt-deps
 	$(PY) -m pip install -q --disable-pip-version-check -r Tests/requirements.txt
 	@touch $@
 
+$(DEVICELY_VENV)/.installed: Tests/requirements-devicely.txt | apt-deps
+	@test -x $(DEVICELY_VENV)/bin/python || /usr/bin/python3 -m venv $(DEVICELY_VENV)
+	$(DEVICELY_VENV)/bin/python -m pip install -q --disable-pip-version-check -r Tests/requirements-devicely.txt
+	@touch $@
+
 ## build: compile every target.
 build: apt-deps
 	$(SWIFT) build $(SWIFT_FLAGS)
@@ -54,7 +61,7 @@ test-swift:
 	$(SWIFT) test $(SWIFT_FLAGS)
 
 test-integration:
-	EMPALINK_BIN=$(BIN) $(PY) -m pytest -q Tests/integration --ignore=Tests/integration/faults
+	EMPALINK_BIN=$(BIN) EMPALINK_DEVICELY_PYTHON=$(shell pwd)/$(DEVICELY_VENV)/bin/python $(PY) -m pytest -q Tests/integration --ignore=Tests/integration/faults
 
 ## faults: the fault tests of issue 7 (broker outage, kill -9, damaged spool, full disk), real processes.
 faults: deps build
@@ -101,9 +108,9 @@ test-system: deps static-libstdc++
 	EMPALINK_STATIC_BIN=$(shell pwd)/.build/release EMPALINK_DEB=$$(tail -1 .build/system-vm-deb.txt) \
 	  $(PY) -m pytest -q Tests/system
 
-## demo: what exists today, on the shipped demo configuration.
+## demo: the shipped demo configuration, shown by `empalinkctl watch` (make demo RAW=1: the raw MQTT traffic).
 demo: deps build
-	@bash scripts/demo.sh $(BIN)
+	@DEMO_RAW=$(RAW) bash scripts/demo.sh $(BIN)
 
 ## bench: in-process benchmarks (release build), then the daemon-level runs (bench-daemon).
 # Products are built one by one: a plain `swift build -c release` also builds Tests/Support, which imports

@@ -65,10 +65,14 @@ let package = Package(
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
                                               "E4", "EmpaLink", "MQTT", "Spool"], swiftSettings: strict),
+        // The consumer core (SPEC §17): subscription to `P/+/+/#`, payload reader, de-duplication, reordering, gaps;
+        // and the tools built on it: the E4 streaming-server endpoint, the E4 connect recorder, the live watch.
+        .target(name: "Consumer", dependencies: ["MQTT", "Config", "EventLoop", "Logging", "Posix", "CZlib"],
+                swiftSettings: strict),
         // The operator tool's subcommands.
         .target(name: "CtlCommands", dependencies: ["Bluetooth", "Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ",
-                                                   "DBus",
-                                                   "EventLoop", "Agent", "CCrypto", "Spool"], swiftSettings: strict),
+                                                   "DBus", "EventLoop", "Agent", "CCrypto", "Spool", "Consumer",
+                                                   "Logging", "MQTT"], swiftSettings: strict),
 
         // A BlueZ-compatible D-Bus service with simulated wristbands (SPEC §13).
         .target(name: "Simulator", dependencies: ["Bluetooth", "DBus", "E4", "Config", "EventLoop", "Logging", "Posix"],
@@ -110,6 +114,7 @@ let package = Package(
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "Config", "TestSupport"],
                     swiftSettings: strict),
+        .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "CtlCommands"], swiftSettings: strict),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
         // Runs `empalink-alloc-check` as a child process; deliberately no dependency on it or on the counter.

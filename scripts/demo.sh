@@ -57,12 +57,19 @@ rm -f "$work/keyring.toml"
 "$bin/empalinkctl" key add --devices '*' --keyring "$work/keyring.toml" > "$work/api-key"
 
 sleep 0.5
-echo "demo: live MQTT traffic on 127.0.0.1:$port (topics empalink/demo/#); Ctrl-C stops the demo"
 echo "demo: in another shell: $bin/empalinkctl status --socket $work/control.sock"
-mosquitto_sub -h 127.0.0.1 -p "$port" -t 'empalink/#' -v &
-pids+=($!)
 "$bin/empalinkd" --config Config/demo.toml &
 pids+=($!)
+# The live view of SPEC §17.3 by default; DEMO_RAW=1 (make demo RAW=1) shows the raw MQTT traffic instead.
+if [ -n "${DEMO_RAW:-}" ] && [ "${DEMO_RAW}" != 0 ]; then
+    echo "demo: live MQTT traffic on 127.0.0.1:$port (topics empalink/demo/#); Ctrl-C stops the demo"
+    mosquitto_sub -h 127.0.0.1 -p "$port" -t 'empalink/#' -v &
+    pids+=($!)
+else
+    echo "demo: the ward on 127.0.0.1:$port (empalinkctl watch; make demo RAW=1 for raw MQTT); Ctrl-C stops the demo"
+    "$bin/empalinkctl" watch --host 127.0.0.1 --port "$port" &
+    pids+=($!)
+fi
 # DEMO_SECONDS=N ends the demo by itself after N seconds (the test suite uses it).
 if [ -n "${DEMO_SECONDS:-}" ]; then
     sleep "$DEMO_SECONDS" &

@@ -19,6 +19,9 @@ public enum EmpaLinkCtl {
         ConfigReferenceCommand.self,
         IBICommand.self,
         SpoolCommand.self,
+        RecordCommand.self,
+        E4ServerCommand.self,
+        WatchCommand.self,
     ]}
 
     /// Runs `empalinkctl` with `arguments` (without the program name).

@@ -194,7 +194,8 @@ class NotifySocket:
 class Rig:
     """dbus-daemon + empalink-sim + mosquitto + subscriber, and empalinkd on demand. Use as a context manager."""
 
-    def __init__(self, devices=3, seed=7, notify=False):
+    def __init__(self, devices=3, seed=7, notify=False, scenario=SCENARIO):
+        self.scenario = scenario
         self.bin = bin_dir()
         for name in ("empalinkd", "empalinkctl", "empalink-sim"):
             if not (self.bin / name).exists():
@@ -263,7 +264,7 @@ class Rig:
         self.bus_address = f"unix:path={bus_socket}"
 
     def _start_sim(self):
-        (self.tmp / "scenario.toml").write_text(SCENARIO)
+        (self.tmp / "scenario.toml").write_text(self.scenario)
         self.truth = self.tmp / "truth"
         self.sim = self._spawn([str(self.bin / "empalink-sim"), "--bus", self.bus_address,
                                 "--devices", str(self.devices), "--seed", str(self.seed),

@@ -40,7 +40,7 @@ def test_make_demo_shows_bvp_within_30_s_and_leaves_nothing_running():
     lines = []
     started = time.monotonic()
     demo = subprocess.Popen(["bash", str(ROOT / "scripts" / "demo.sh"), str(bin_dir())], cwd=ROOT,
-                            env=dict(os.environ, DEMO_SECONDS=str(DEMO_SECONDS)), stdin=subprocess.DEVNULL,
+                            env=dict(os.environ, DEMO_SECONDS=str(DEMO_SECONDS), DEMO_RAW="1"), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
     def read():
