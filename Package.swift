@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // libmosquitto on the event loop: connect, TLS, will, QoS, acknowledgements.
         .target(
-            name: "MQTT", dependencies: ["CMosquitto", "EventLoop", "Posix", "Logging", "Config"], swiftSettings: strict
+            name: "MQTT", dependencies: ["CMosquitto", "EventLoop", "Posix", "Logging"], swiftSettings: strict
         ),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
@@ -54,7 +54,7 @@ let package = Package(
 
         // The crash-safe disk spool with its own writer thread (SPEC §11).
         .target(
-            name: "Spool", dependencies: ["CZlib", "CLinux", "Posix", "EventLoop", "Config"], swiftSettings: strict
+            name: "Spool", dependencies: ["CZlib", "CLinux", "Posix", "EventLoop"], swiftSettings: strict
         ),
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
@@ -99,7 +99,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "Config", "TestSupport"],
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
