@@ -101,6 +101,9 @@ let package = Package(
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "TestSupport"],
                     swiftSettings: strict),
+        // The agent in-process: outbox, JSON writer, command parser, publisher, reload, option translation.
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "Config", "EmpaLink", "EventLoop", "Logging", "MQTT",
+                                                       "Posix", "Spool", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
         // Runs `empalink-alloc-check` as a child process; deliberately no dependency on it or on the counter.

@@ -75,29 +75,14 @@ extension AgentRuntime {
             self.logger.error("reload rejected: keeping the running configuration")
             return
         }
-        let old = self.configuration
-        var restartNeeded: [String] = []
-        if new.mqtt != old.mqtt { restartNeeded.append("[mqtt]") }
-        if new.agent != old.agent { restartNeeded.append("[agent]") }
-        if new.auth.keyring != old.auth.keyring { restartNeeded.append("auth.keyring") }
-        if new.spool != old.spool { restartNeeded.append("[spool]") }
-        if new.control != old.control { restartNeeded.append("[control]") }
-        var bluetooth = new.bluetooth
-        bluetooth.mode = old.bluetooth.mode
-        if bluetooth != old.bluetooth { restartNeeded.append("[bluetooth] (except mode)") }
-        // Keep what needs a restart as it runs; take the live parts.
-        var applied = old
-        applied.wristbands = new.wristbands
-        applied.publish = new.publish
-        applied.bluetooth.mode = new.bluetooth.mode
-        if new.auth.keyring == old.auth.keyring { applied.auth = new.auth }
-        self.configuration = applied
+        let plan = ReloadPlan(running: self.configuration, loaded: new)
+        self.configuration = plan.applied
         self.reloadAPIKey()
-        self.enabledStreams = Set(new.publish.streams.compactMap(StreamKind.init(rawValue:)))
+        self.enabledStreams = plan.enabledStreams
         for (serial, publisher) in self.publishers {
             publisher.label = new.wristbands.first { $0.serial == serial }?.label ?? ""
         }
-        if new.bluetooth.mode != old.bluetooth.mode {
+        if plan.modeChanged {
             _ = self.setMode(new.bluetooth.mode, reason: "reload")
         }
         self.scheduleFlush()
@@ -106,8 +91,8 @@ extension AgentRuntime {
         self.lastDevicesSummary = ""
         self.publishDevices()
         self.logger.info("configuration reloaded: \(new.wristbands.count) wristband(s) whitelisted")
-        if !restartNeeded.isEmpty {
-            self.logger.warn("changes to \(restartNeeded.joined(separator: ", ")) take effect after a restart")
+        if !plan.restartNeeded.isEmpty {
+            self.logger.warn("changes to \(plan.restartNeeded.joined(separator: ", ")) take effect after a restart")
         }
     }
 
