@@ -145,6 +145,12 @@ final class Outbox {
                 if spool.requestWrittenNotification(beyond: id) { continue }
                 return
             }
+            guard spool.isInFlight(id) else {
+                // Its write failed (or it was evicted): it is not on disk, so it is not published either; the
+                // spool counted it as dropped.
+                self.staging.removeFirst()
+                continue
+            }
             let sent: Bool = self.staging.withFirst { id, topic, payload in
                 do {
                     let mid = try self.mqtt.publish(topic: topic, payload: payload, qos: self.qos)

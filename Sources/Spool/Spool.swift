@@ -269,6 +269,12 @@ public final class Spool: @unchecked Sendable {
         self.onWritten?()
     }
 
+    /// Whether `id` is in flight: appended with `inFlight: true` (or handed out by replay) and neither acknowledged,
+    /// rewound nor gone (a failed write, an eviction) since.
+    public func isInFlight(_ id: UInt64) -> Bool {
+        self.slots[id]?.state == .inFlight
+    }
+
     /// Makes an in-flight record pending again: the caller could not hand it to the broker after all (`always`
     /// mode: the window filled, the connection went). Replay sends it. Other ids are ignored.
     public func returnToReplay(_ id: UInt64) {
