@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "Logging", dependencies: ["CSystemd", "Posix"], swiftSettings: strict),
         // libmosquitto on the event loop: connect, TLS, will, QoS, acknowledgements.
         .target(
-            name: "MQTT", dependencies: ["CMosquitto", "EventLoop", "Posix", "Logging", "Config"], swiftSettings: strict
+            name: "MQTT", dependencies: ["CMosquitto", "EventLoop", "Posix", "Logging"], swiftSettings: strict
         ),
         // Pure: TOML parser and the typed agent configuration. No C, no I/O.
         .target(name: "Config", swiftSettings: strict),
@@ -59,7 +59,7 @@ let package = Package(
 
         // The crash-safe disk spool with its own writer thread (SPEC §11).
         .target(
-            name: "Spool", dependencies: ["CZlib", "CLinux", "Posix", "EventLoop", "Config"], swiftSettings: strict
+            name: "Spool", dependencies: ["CZlib", "CLinux", "Posix", "EventLoop"], swiftSettings: strict
         ),
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
@@ -67,7 +67,7 @@ let package = Package(
                                               "E4", "EmpaLink", "MQTT", "Spool"], swiftSettings: strict),
         // The consumer core (SPEC §17): subscription to `P/+/+/#`, payload reader, de-duplication, reordering, gaps;
         // and the tools built on it: the E4 streaming-server endpoint, the E4 connect recorder, the live watch.
-        .target(name: "Consumer", dependencies: ["MQTT", "Config", "EventLoop", "Logging", "Posix", "CZlib"],
+        .target(name: "Consumer", dependencies: ["Agent", "MQTT", "Config", "EventLoop", "Logging", "Posix", "CZlib"],
                 swiftSettings: strict),
         // The operator tool's subcommands.
         .target(name: "CtlCommands", dependencies: ["Bluetooth", "Config", "Physio", "Posix", "EmpaLink", "E4", "BlueZ",
@@ -112,9 +112,12 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "Posix", "Logging", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Posix"], swiftSettings: strict),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "Config", "TestSupport"],
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "EventLoop", "Posix", "Logging", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "ConsumerTests", dependencies: ["Consumer", "CtlCommands"], swiftSettings: strict),
+        // The agent in-process: outbox, JSON writer, command parser, publisher, reload, option translation.
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "Config", "EmpaLink", "EventLoop", "Logging", "MQTT",
+                                                       "Posix", "Spool", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
         // Runs `empalink-alloc-check` as a child process; deliberately no dependency on it or on the counter.

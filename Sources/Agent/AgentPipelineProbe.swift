@@ -67,7 +67,8 @@ public final class AgentPipelineProbe {
     {
         let runtime = try AgentRuntime(configuration: configuration, configPath: "", logger: logger)
         self.runtime = runtime
-        self.publisher = DevicePublisher(agent: runtime, serial: serial, label: "")
+        self.publisher = DevicePublisher(host: runtime, sink: runtime.outbox, json: runtime.json,
+                                         topicBase: runtime.topicBase, serial: serial, label: "")
         runtime.publishers[serial] = self.publisher
         // The agent's own handlers, as `AgentRuntime.start()` installs them, plus a hook for the caller. Both
         // closures are made once here, not per message.

@@ -54,7 +54,8 @@ extension AgentRuntime: EmpaticaDelegate {
             existing.label = label
             return existing
         }
-        let publisher = DevicePublisher(agent: self, serial: device.serialNumber, label: label)
+        let publisher = DevicePublisher(host: self, sink: self.outbox, json: self.json, topicBase: self.topicBase,
+                                        serial: device.serialNumber, label: label)
         self.publishers[device.serialNumber] = publisher
         return publisher
     }

@@ -4,18 +4,32 @@ import Glibc
 import Config
 import EmpaLink
 import EventLoop
+import Posix
 
 /// Signals (SPEC §12): SIGTERM/SIGINT shut down, SIGHUP reloads, SIGUSR1 background, SIGUSR2 resume.
 extension AgentRuntime {
     /// The signals the agent handles; block them in `main` before any thread starts.
     public static let handledSignals: [CInt] = [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2]
 
-    func installSignals() {
-        try? self.loop.onSignal(SIGTERM) { [unowned self] _ in self.shutdown() }
-        try? self.loop.onSignal(SIGINT) { [unowned self] _ in self.shutdown() }
-        try? self.loop.onSignal(SIGHUP) { [unowned self] _ in self.reload() }
-        try? self.loop.onSignal(SIGUSR1) { [unowned self] _ in _ = self.setMode(.background, reason: "SIGUSR1") }
-        try? self.loop.onSignal(SIGUSR2) { [unowned self] _ in _ = self.setMode(.active, reason: "SIGUSR2") }
+    /// Routes the handled signals to the loop.
+    ///
+    /// - Throws: a one-line ``AgentError`` when one cannot be installed (not blocked in `main`, no `signalfd`):
+    ///   an agent that would silently ignore SIGTERM and SIGHUP must not start.
+    func installSignals() throws(AgentError) {
+        let handlers: [(CInt, String, (CInt) -> Void)] = [
+            (SIGTERM, "SIGTERM", { [unowned self] _ in self.shutdown() }),
+            (SIGINT, "SIGINT", { [unowned self] _ in self.shutdown() }),
+            (SIGHUP, "SIGHUP", { [unowned self] _ in self.reload() }),
+            (SIGUSR1, "SIGUSR1", { [unowned self] _ in _ = self.setMode(.background, reason: "SIGUSR1") }),
+            (SIGUSR2, "SIGUSR2", { [unowned self] _ in _ = self.setMode(.active, reason: "SIGUSR2") }),
+        ]
+        for (signal, name, handler) in handlers {
+            do throws(Errno) {
+                try self.loop.onSignal(signal, handler: handler)
+            } catch {
+                throw AgentError("cannot handle \(name): \(error)")
+            }
+        }
     }
 
     /// Switches the power mode (`prepareForBackground` / `prepareForResume`).
@@ -61,29 +75,14 @@ extension AgentRuntime {
             self.logger.error("reload rejected: keeping the running configuration")
             return
         }
-        let old = self.configuration
-        var restartNeeded: [String] = []
-        if new.mqtt != old.mqtt { restartNeeded.append("[mqtt]") }
-        if new.agent != old.agent { restartNeeded.append("[agent]") }
-        if new.auth.keyring != old.auth.keyring { restartNeeded.append("auth.keyring") }
-        if new.spool != old.spool { restartNeeded.append("[spool]") }
-        if new.control != old.control { restartNeeded.append("[control]") }
-        var bluetooth = new.bluetooth
-        bluetooth.mode = old.bluetooth.mode
-        if bluetooth != old.bluetooth { restartNeeded.append("[bluetooth] (except mode)") }
-        // Keep what needs a restart as it runs; take the live parts.
-        var applied = old
-        applied.wristbands = new.wristbands
-        applied.publish = new.publish
-        applied.bluetooth.mode = new.bluetooth.mode
-        if new.auth.keyring == old.auth.keyring { applied.auth = new.auth }
-        self.configuration = applied
+        let plan = ReloadPlan(running: self.configuration, loaded: new)
+        self.configuration = plan.applied
         self.reloadAPIKey()
-        self.enabledStreams = Set(new.publish.streams.compactMap(StreamKind.init(rawValue:)))
+        self.enabledStreams = plan.enabledStreams
         for (serial, publisher) in self.publishers {
             publisher.label = new.wristbands.first { $0.serial == serial }?.label ?? ""
         }
-        if new.bluetooth.mode != old.bluetooth.mode {
+        if plan.modeChanged {
             _ = self.setMode(new.bluetooth.mode, reason: "reload")
         }
         self.scheduleFlush()
@@ -92,8 +91,8 @@ extension AgentRuntime {
         self.lastDevicesSummary = ""
         self.publishDevices()
         self.logger.info("configuration reloaded: \(new.wristbands.count) wristband(s) whitelisted")
-        if !restartNeeded.isEmpty {
-            self.logger.warn("changes to \(restartNeeded.joined(separator: ", ")) take effect after a restart")
+        if !plan.restartNeeded.isEmpty {
+            self.logger.warn("changes to \(plan.restartNeeded.joined(separator: ", ")) take effect after a restart")
         }
     }
 
@@ -143,11 +142,27 @@ extension AgentRuntime {
         self.publishStatus(online: false)
         let deadline = MonotonicInstant.now.advanced(by: .seconds(3))
         // Give queued messages a moment to be acknowledged, then leave cleanly.
-        _ = try? self.loop.scheduleTimer(after: .milliseconds(50), repeating: .milliseconds(50)) { [unowned self] in
-            if self.mqtt.inflightCount == 0 || MonotonicInstant.now >= deadline {
-                self.mqtt.disconnect()
-                _ = try? self.loop.scheduleTimer(after: .milliseconds(100)) { [unowned self] in self.loop.stop() }
+        do throws(Errno) {
+            _ = try self.loop.scheduleTimer(after: .milliseconds(50), repeating: .milliseconds(50)) {
+                [unowned self] in
+                if self.mqtt.inflightCount == 0 || MonotonicInstant.now >= deadline { self.leave() }
             }
+        } catch {
+            // Without a timer there is no waiting for acknowledgements: leave now rather than ignore SIGTERM.
+            self.logger.error("shutdown: cannot wait for acknowledgements (\(error)); leaving now")
+            self.leave()
+        }
+    }
+
+    /// Sends DISCONNECT and stops the loop 100 ms later (at once when no timer can be had).
+    func leave() {
+        guard !self.leaving else { return }
+        self.leaving = true
+        self.mqtt.disconnect()
+        do throws(Errno) {
+            _ = try self.loop.scheduleTimer(after: .milliseconds(100)) { [unowned self] in self.loop.stop() }
+        } catch {
+            self.loop.stop()
         }
     }
 }

@@ -41,6 +41,8 @@ public final class AgentRuntime {
     var control: ControlServer?
     let started = MonotonicInstant.now
     var shuttingDown = false
+    /// DISCONNECT sent, the loop about to stop (``leave()``).
+    var leaving = false
     var exitCode: Int32 = 0
     /// Devices seen, for the `devices` topic: serial → last published summary.
     var lastDevicesSummary = ""
@@ -65,7 +67,7 @@ public final class AgentRuntime {
         self.logger = logger
         self.mode = configuration.bluetooth.mode
         self.enabledStreams = Set(configuration.publish.streams.compactMap(StreamKind.init(rawValue:)))
-        self.topicBase = configuration.mqtt.topicPrefix + "/" + configuration.agent.id
+        self.topicBase = AgentTopics.base(prefix: configuration.mqtt.topicPrefix, agentID: configuration.agent.id)
         self.instanceLock = try Self.lockInstance(controlSocket: configuration.agent.controlSocket, logger: logger)
         do {
             self.loop = try EventLoop()
@@ -98,11 +100,12 @@ public final class AgentRuntime {
     public func run() -> Int32 {
         do {
             try self.start()
+            self.loop.run()
         } catch {
+            // One line, and the SPEC §3 exit code: the agent cannot work without what failed.
             self.logger.error("\(error.message)")
-            return 1
+            self.exitCode = 1
         }
-        self.loop.run()
         self.outbox.close()
         self.control?.close()
         self.api?.close()
@@ -111,13 +114,20 @@ public final class AgentRuntime {
         return self.exitCode
     }
 
+    /// Installs the signal handlers and the control socket, then starts MQTT and Bluetooth.
+    ///
+    /// - Throws: a one-line ``AgentError`` when something the daemon cannot work without fails: a signal handler
+    ///   (SIGTERM would be ignored), the control socket, the API key, libmosquitto.
     func start() throws(AgentError) {
-        self.installSignals()
+        try self.installSignals()
         do {
             self.apiKey = try APIKey.load(self.configuration.auth)
         } catch {
             throw AgentError(error.message)
         }
+        // Before anything goes online: an agent that cannot serve `empalinkctl` (mode, status) says so and stops.
+        self.control = try ControlServer(path: self.configuration.agent.controlSocket, loop: self.loop,
+                                         logger: self.logger) { [unowned self] line in self.controlCommand(line) }
         self.mqtt.onConnectionEvent = { [unowned self] event in self.mqttEvent(event) }
         self.mqtt.onMessage = { [unowned self] message in
             self.command(topic: message.topic, payload: Array(message.payload), retained: message.retain)
@@ -130,8 +140,6 @@ public final class AgentRuntime {
         self.connectBus()
         self.scheduleFlush()
         self.scheduleMetrics()
-        self.control = ControlServer(path: self.configuration.agent.controlSocket, loop: self.loop,
-                                     logger: self.logger) { [unowned self] line in self.controlCommand(line) }
         self.notifier.ready(status: "started; waiting for wristbands")
         self.notifier.startWatchdog(on: self.loop)
         self.logger.info("empalinkd \(Version.string) started", ["AGENT": self.configuration.agent.id,
@@ -155,9 +163,10 @@ public final class AgentRuntime {
             options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
             options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
             let api = try EmpaticaAPI(loop: self.loop, options: options)
-            api.onBusLost = { [weak self] in
+            api.onBusLost = { [weak self, unowned api] in
                 guard let self, !self.shuttingDown else { return }
-                self.logger.error("lost the system bus; reconnecting")
+                let reason = api.busLossReason.map { " (\($0))" } ?? ""
+                self.logger.error("lost the system bus\(reason); reconnecting")
                 self.api = nil
                 self.retryBus()
             }
@@ -182,9 +191,13 @@ public final class AgentRuntime {
 
     func retryBus() {
         guard self.busRetryTimer == nil else { return }
-        self.busRetryTimer = try? self.loop.scheduleTimer(after: .seconds(5)) { [weak self] in
-            self?.busRetryTimer = nil
-            self?.connectBus()
+        do throws(Errno) {
+            self.busRetryTimer = try self.loop.scheduleTimer(after: .seconds(5)) { [weak self] in
+                self?.busRetryTimer = nil
+                self?.connectBus()
+            }
+        } catch {
+            self.logger.error("cannot schedule the system bus retry: \(error); Bluetooth stays off")
         }
     }
 

@@ -33,20 +33,23 @@ final class ControlServer {
         init(fd: FileDescriptor) { self.fd = fd }
     }
 
-    init?(path: String, loop: EventLoop, logger: Logger, handler: @escaping (String) -> String) {
+    /// Binds and listens on `path` and serves it on `loop`.
+    ///
+    /// - Throws: a one-line ``AgentError`` naming the socket and the cause (the path is too long, taken by a
+    ///   running agent or by something that is not a socket, `bind`/`listen` failed, the loop refused it).
+    init(path: String, loop: EventLoop, logger: Logger, handler: @escaping (String) -> String) throws(AgentError) {
         self.path = path
         self.loop = loop
         self.logger = logger
         self.handler = handler
-        guard self.listen() else { return nil }
+        try self.listen()
     }
 
-    func listen() -> Bool {
+    func listen() throws(AgentError) {
         let bytes = Array(self.path.utf8)
         var address = sockaddr_un()
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            self.logger.error("control socket path \(self.path) is too long")
-            return false
+            throw AgentError("control socket path \(self.path) is too long")
         }
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -56,12 +59,11 @@ final class ControlServer {
         if let slash = self.path.lastIndex(of: "/"), slash != self.path.startIndex {
             _ = mkdir(String(self.path[..<slash]), 0o755)
         }
-        guard self.removeStaleSocket(address) else { return false }
+        try self.removeStaleSocket(address)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
                             | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else {
-            self.logger.error("control socket: \(Errno.current)")
-            return false
+            throw AgentError("control socket \(self.path): \(Errno.current)")
         }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -75,33 +77,38 @@ final class ControlServer {
               chmod(self.path, info.st_mode & 0o020 != 0 ? 0o660 : 0o600) == 0,
               Glibc.listen(fd, 8) == 0
         else {
-            self.logger.error("control socket \(self.path): \(Errno.current)")
+            let error = Errno.current
             Glibc.close(fd)
-            return false
+            throw AgentError("control socket \(self.path): \(error)")
         }
         self.bound = (info.st_dev, info.st_ino)
         let listener = FileDescriptor(rawValue: fd)
         self.listener = listener
-        self.registration = try? self.loop.register(listener, interest: .readable) { [weak self] _ in self?.accept() }
-        return true
+        do throws(Errno) {
+            self.registration = try self.loop.register(listener, interest: .readable) { [weak self] _ in
+                self?.accept()
+            }
+        } catch {
+            // Bound but never served, `empalinkctl` would wait for nothing: undo the socket and refuse.
+            self.close()
+            throw AgentError("control socket \(self.path): cannot watch it on the event loop: \(error)")
+        }
     }
 
     /// Unlinks a socket left by an agent that is gone; refuses a socket that answers (another agent runs on it) and
     /// a path that is not a socket.
     ///
-    /// - Returns: whether the path is now free to bind.
-    func removeStaleSocket(_ address: sockaddr_un) -> Bool {
+    /// - Throws: ``AgentError`` when the path is not free to bind.
+    func removeStaleSocket(_ address: sockaddr_un) throws(AgentError) {
         var info = stat()
-        guard lstat(self.path, &info) == 0 else { return true }
+        guard lstat(self.path, &info) == 0 else { return }
         guard info.st_mode & S_IFMT == S_IFSOCK else {
-            self.logger.error("control socket \(self.path) exists and is not a socket; not replacing it")
-            return false
+            throw AgentError("control socket \(self.path) exists and is not a socket; not replacing it")
         }
         let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
                                | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard probe >= 0 else {
-            self.logger.error("control socket: \(Errno.current)")
-            return false
+            throw AgentError("control socket \(self.path): \(Errno.current)")
         }
         defer { Glibc.close(probe) }
         var address = address
@@ -117,15 +124,12 @@ final class ControlServer {
         case .connectionRefused?:
             break
         case nil, .wouldBlock?:
-            self.logger.error("control socket \(self.path) is in use by a running agent (another empalinkd on "
-                                  + "this configuration?); not replacing it")
-            return false
+            throw AgentError("control socket \(self.path) is in use by a running agent (another empalinkd on "
+                                 + "this configuration?); not replacing it")
         case let other?:
-            self.logger.error("control socket \(self.path) exists and cannot be checked (\(other)); not replacing it")
-            return false
+            throw AgentError("control socket \(self.path) exists and cannot be checked (\(other)); not replacing it")
         }
         unlink(self.path)
-        return true
     }
 
     func accept() {
@@ -141,12 +145,15 @@ final class ControlServer {
                 continue
             }
             let client = Client(fd: FileDescriptor(rawValue: fd))
-            try? client.fd.setNonBlocking(true)
-            try? client.fd.setCloseOnExec(true)
-            client.registration = try? self.loop.register(client.fd, interest: .readable) { [weak self] events in
-                self?.read(client, events)
-            }
-            if client.registration == nil {
+            do throws(Errno) {
+                // A blocking client socket would stall the loop on its read: not served.
+                try client.fd.setNonBlocking(true)
+                try client.fd.setCloseOnExec(true)
+                client.registration = try self.loop.register(client.fd, interest: .readable) { [weak self] events in
+                    self?.read(client, events)
+                }
+            } catch {
+                self.logger.warn("control socket: cannot serve a client: \(error)")
                 Glibc.close(fd)
                 continue
             }

@@ -12,7 +12,7 @@ extension DevicePublisher: DecodedStreamSink {
         case .temp: (kind, batch) = (.temp, self.temp)
         }
         guard self.enabled(kind) else { return }
-        self.agent.armFlush()
+        self.host.armFlush()
         if !batch.continues(at: t0) { self.flush(kind) }
         var start = 0
         while start < values.count {
@@ -20,13 +20,13 @@ extension DevicePublisher: DecodedStreamSink {
             start += batch.append(values, from: start, t0: sampleTime)
             if batch.isFull { self.flush(kind) }
         }
-        if self.agent.flushEveryNotification { self.flush(kind) }
+        if self.host.flushEveryNotification { self.flush(kind) }
     }
 
     func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
                       t0: Double, fs: Double) {
         guard self.enabled(.acc) else { return }
-        self.agent.armFlush()
+        self.host.armFlush()
         if !self.acc.continues(at: t0) { self.flush(.acc) }
         for index in 0..<min(x.count, y.count, z.count) {
             if self.acc.isFull { self.flush(.acc) }
@@ -37,7 +37,7 @@ extension DevicePublisher: DecodedStreamSink {
             self.acc.xyz[slot + 2] = z[index]
             self.acc.count += 1
         }
-        if self.agent.flushEveryNotification { self.flush(.acc) }
+        if self.host.flushEveryNotification { self.flush(.acc) }
     }
 
     func ibi(_ seconds: Float, at time: Double) {
@@ -58,9 +58,9 @@ extension DevicePublisher: DecodedStreamSink {
 
     func event(_ kind: StreamKind, _ batch: EventBatch, _ value: Float, at time: Double) {
         guard self.enabled(kind) else { return }
-        self.agent.armFlush()
+        self.host.armFlush()
         if batch.isFull { self.flush(kind) }
         batch.append(value, at: time)
-        if self.agent.flushEveryNotification { self.flush(kind) }
+        if self.host.flushEveryNotification { self.flush(kind) }
     }
 }

@@ -9,7 +9,12 @@ import Spool
 ///
 /// Each connection session gets a new random `sid`; `seq` counts from 0 per (`sid`, stream).
 final class DevicePublisher: EmpaticaDeviceDelegate {
-    unowned let agent: AgentRuntime
+    /// The agent's side: which streams, when to flush, device status (``DevicePublisherHost``).
+    unowned let host: any DevicePublisherHost
+    /// Where formatted messages go (the ``Outbox``).
+    let sink: any MessageSink
+    /// The buffer every message is formatted into, shared by the agent's publishers (one message at a time).
+    let json: JSONBuffer
     let serial: String
     var label: String
     /// NUL-terminated topics `P/A/S/<stream>`, by stream.
@@ -38,11 +43,16 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     let battery = EventBatch(capacity: 16)
     let tag = EventBatch(capacity: 64)
 
-    init(agent: AgentRuntime, serial: String, label: String) {
-        self.agent = agent
+    /// - Parameters:
+    ///   - topicBase: `P/A`; the device's topics are `P/A/S/<stream>`.
+    init(host: any DevicePublisherHost, sink: any MessageSink, json: JSONBuffer, topicBase: String, serial: String,
+         label: String) {
+        self.host = host
+        self.sink = sink
+        self.json = json
         self.serial = serial
         self.label = label
-        let base = agent.topicBase + "/" + serial
+        let base = topicBase + "/" + serial
         var topics: [StreamKind: ContiguousArray<CChar>] = [:]
         for kind in StreamKind.allCases {
             topics[kind] = ContiguousArray((base + "/" + kind.rawValue).utf8CString)
@@ -50,7 +60,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         self.topics = topics
         var keys: [StreamKind: SpoolStreamKey] = [:]
         for kind in StreamKind.allCases {
-            keys[kind] = agent.outbox.key(serial: serial, stream: kind)
+            keys[kind] = sink.key(serial: serial, stream: kind)
         }
         self.spoolKeys = keys
         self.statusTopic = ContiguousArray((base + "/status").utf8CString)
@@ -75,7 +85,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         }
     }
 
-    func enabled(_ kind: StreamKind) -> Bool { self.agent.enabledStreams.contains(kind) }
+    func enabled(_ kind: StreamKind) -> Bool { self.host.enabledStreams.contains(kind) }
 
     // MARK: EmpaticaDeviceDelegate (hot path)
 
@@ -103,7 +113,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
 
     func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
         self.battery(level, at: timestamp)
-        self.agent.publishDeviceStatus(device)
+        self.host.batteryChanged(device)
     }
 
     func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager) {
@@ -116,7 +126,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         } else if status == .disconnected || status == .disconnecting {
             self.flushAll()
         }
-        self.agent.deviceStatusChanged(device)
+        self.host.deviceStatusChanged(device)
     }
 
     // MARK: Publishing
@@ -138,7 +148,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     /// - Returns: whether there was a batch to publish.
     @discardableResult
     func flush(_ kind: StreamKind) -> Bool {
-        let json = self.agent.json
+        let json = self.json
         json.reset()
         json.append(UInt8(ascii: "{"))
         json.append(self.sidField)
@@ -200,7 +210,7 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         guard let topic = self.topics[kind] else { return true }
         topic.withUnsafeBufferPointer { pointer in
             guard let base = pointer.baseAddress else { return }
-            self.agent.outbox.publish(topic: base, key: self.spoolKeys[kind], payload: json)
+            self.sink.publish(topic: base, key: self.spoolKeys[kind], payload: json)
         }
         return true
     }

@@ -144,9 +144,14 @@ enum FlatJSON {
                 } else {
                     var end = index
                     while end < bytes.count, Array("+-0123456789.eE".utf8).contains(bytes[end]) { end += 1 }
-                    guard end > index, let number = Double(String(decoding: bytes[index..<end], as: UTF8.self)) else {
+                    guard end > index else {
                         return .failure(
                             ParseError("unsupported value for \(shown) (objects and arrays are not commands)"))
+                    }
+                    guard Self.isJSONNumber(bytes[index..<end]),
+                          let number = Double(String(decoding: bytes[index..<end], as: UTF8.self)), number.isFinite
+                    else {
+                        return .failure(ParseError("value of \(shown) is not a JSON number"))
                     }
                     index = end
                     members[key] = .number(number)
@@ -159,6 +164,36 @@ enum FlatJSON {
         skipSpace()
         guard index == bytes.count else { return .failure(ParseError("unexpected bytes after the object")) }
         return .success(members)
+    }
+
+    /// Whether `bytes` follow JSON's number grammar (RFC 8259 §6): `-? (0 | [1-9][0-9]*) (. [0-9]+)?
+    /// ([eE] [+-]? [0-9]+)?`. Swift's `Double(_:)` alone also takes `+1`, `.5`, `01` and `1.`.
+    static func isJSONNumber(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var index = bytes.startIndex
+        func digits() -> Int {
+            let start = index
+            while index < bytes.endIndex, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            return index - start
+        }
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.endIndex else { return false }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else if digits() == 0 {
+            return false
+        }
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard digits() > 0 else { return false }
+        }
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.endIndex, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            guard digits() > 0 else { return false }
+        }
+        return index == bytes.endIndex
     }
 
     /// A key as messages quote it: in quotes, cut to 40 characters so a huge key is not echoed whole.

@@ -84,8 +84,9 @@ public final class JSONBuffer {
         for _ in 0..<decimals { scale *= 10 }
         let scaled = (abs(value) * scale).rounded()
         guard scaled < 9.0e18 else {
-            // Beyond Int64 at this precision: write the integer part only.
-            self.append(integer: Int64(value.rounded(.towardZero).clamped(to: -9.0e18...9.0e18)))
+            // Beyond Int64 at this precision (no sensor value comes near): Swift's shortest round-trip form, which
+            // is valid JSON ("1e+300"). It allocates; clamping, as this once did, wrote a wrong number instead.
+            for byte in value.description.utf8 { self.append(byte) }
             return
         }
         var units = UInt64(scaled)
@@ -129,11 +130,5 @@ public final class JSONBuffer {
             }
         }
         self.append(UInt8(ascii: "\""))
-    }
-}
-
-extension Double {
-    func clamped(to range: ClosedRange<Double>) -> Double {
-        min(max(self, range.lowerBound), range.upperBound)
     }
 }

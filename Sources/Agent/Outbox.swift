@@ -13,8 +13,12 @@ import Spool
 /// - `offline` mode: live messages go straight to the broker; refused ones (not connected, in-flight window
 ///   full) are appended to the spool. While a stream has spooled records, its live records go behind them so
 ///   per-stream order holds.
-/// - `always` mode: every message is written ahead into the spool and published from it, leaving it only after
-///   the broker's acknowledgement.
+/// - `always` mode: every message is written ahead into the spool (appended in flight) and published live as soon
+///   as the spool's writer has put it into its segment file (microseconds: ``WriteAheadStaging`` holds it until
+///   then), so a message the broker may have is always on disk. Its PUBACK releases the spool record. Only what
+///   was not acknowledged is replayed: after a broker outage (the connection's in-flight records are rewound)
+///   or a crash (recovery finds them). While a stream has records waiting for replay its live records are
+///   appended behind them, as in `offline` mode.
 ///
 /// Replay runs every 100 ms while connected, oldest first, at most `replay_rate` messages per second, within the
 /// in-flight window; a record is acknowledged in the spool only after PUBACK (QoS ≥ 1). Replayed messages are
@@ -39,6 +43,13 @@ final class Outbox {
     /// Control-plane messages the broker could not take at once.
     private(set) var control = ControlQueue()
     private var flushingControl = false
+    /// `always` mode: messages appended in flight, waiting for the writer before their live publish.
+    let staging = WriteAheadStaging()
+    /// `always` mode: the spool id of each live message awaiting its PUBACK, by MQTT message id. Its capacity is
+    /// reserved for the in-flight window, so steady state does not allocate.
+    private(set) var liveRecords: [Int32: UInt64] = [:]
+    /// Messages published live in `always` mode (also counted in ``published``).
+    private(set) var publishedLive: UInt64 = 0
 
     init(mqtt: MQTTClient, qos: Int, spool: Spool?, mode: AgentConfiguration.SpoolMode, loop: EventLoop,
          logger: Logger) {
@@ -48,11 +59,18 @@ final class Outbox {
         self.spool = spool
         self.writeAhead = spool != nil && mode == .always
         self.loop = loop
-        mqtt.onAcknowledgement = { [unowned self] _, outcome in
+        if self.writeAhead { self.liveRecords.reserveCapacity(max(mqtt.options.maxInflight, 1)) }
+        mqtt.onAcknowledgement = { [unowned self] mid, outcome in
             if outcome.isDelivered { self.acknowledged &+= 1 }
+            if let id = self.liveRecords.removeValue(forKey: mid), outcome.isDelivered {
+                // Not delivered (rejected, abandoned): it stays in flight, and the rewind at the disconnect or the
+                // recovery after a restart sends it again.
+                self.spool?.acknowledge(id)
+            }
             if !self.control.isEmpty { self.flushControl() }
         }
         spool?.onReplayReady = { [weak self] in self?.replay() }
+        spool?.onWritten = { [weak self] in self?.publishWritten() }
         spool?.onWriteError = { [logger] line in logger.error(line) }
     }
 
@@ -67,7 +85,11 @@ final class Outbox {
             self.oversized &+= 1
             return
         }
-        if let spool = self.spool, let key, self.writeAhead || spool.pendingCount(for: key) > 0 {
+        if self.writeAhead, let spool = self.spool, let key {
+            self.writeAheadAndPublish(spool, key: key, topic: topic, payload: payload)
+            return
+        }
+        if let spool = self.spool, let key, spool.pendingCount(for: key) > 0 {
             self.append(spool, key: key, topic: topic, payload: payload)
             return
         }
@@ -81,6 +103,84 @@ final class Outbox {
                 self.dropped &+= 1
             }
         }
+    }
+
+    /// `always` mode: appends the message in flight and stages it for its live publish once written; or, when it
+    /// cannot go live now (no broker, its stream has records waiting for replay, staging full), appends it for
+    /// replay.
+    func writeAheadAndPublish(_ spool: Spool, key: SpoolStreamKey, topic: UnsafePointer<CChar>, payload: JSONBuffer) {
+        guard self.brokerUp, self.mqtt.state == .connected, spool.replayPendingCount(for: key) == 0 else {
+            self.append(spool, key: key, topic: topic, payload: payload)
+            return
+        }
+        let topicBytes = UnsafeRawBufferPointer(start: topic, count: strlen(topic))
+        switch spool.append(key: key, topic: topicBytes, message: payload.bytes, qos: UInt8(self.qos), inFlight: true) {
+        case .appended(let id):
+            self.spooled &+= 1
+            guard self.staging.push(id: id, topic: topic, payload: payload.bytes) else {
+                spool.returnToReplay(id)
+                if self.replayTimer == nil { self.armReplay() }
+                return
+            }
+            self.publishWritten()
+        case .dropped:
+            // The spool cannot take it (full ring, too large, closed): live only, like an agent without a spool.
+            do {
+                try self.mqtt.publish(topic: topic, payload: payload.bytes, qos: self.qos)
+                self.published &+= 1
+            } catch {
+                self.dropped &+= 1
+            }
+        }
+    }
+
+    /// `always` mode: publishes the staged messages the spool's writer has written, oldest first. A message the
+    /// broker refuses now (window full, connection gone) goes back to the spool for replay, and so does every one
+    /// staged after it (they keep their order behind it).
+    func publishWritten() {
+        guard let spool = self.spool else { return }
+        while let id = self.staging.firstID {
+            guard spool.writtenBelow > id else {
+                // Not written yet: wait for the writer's signal (unless it came meanwhile).
+                if spool.requestWrittenNotification(beyond: id) { continue }
+                return
+            }
+            guard spool.isInFlight(id) else {
+                // Its write failed (or it was evicted): it is not on disk, so it is not published either; the
+                // spool counted it as dropped.
+                self.staging.removeFirst()
+                continue
+            }
+            let sent: Bool = self.staging.withFirst { id, topic, payload in
+                do {
+                    let mid = try self.mqtt.publish(topic: topic, payload: payload, qos: self.qos)
+                    if self.qos > 0 {
+                        self.liveRecords[mid] = id
+                    } else {
+                        spool.acknowledge(id)  // QoS 0: nothing will acknowledge it
+                    }
+                    self.published &+= 1
+                    self.publishedLive &+= 1
+                    return true
+                } catch {
+                    return false
+                }
+            } ?? false
+            if !sent {
+                self.returnStagedToReplay(spool)
+                return
+            }
+            self.staging.removeFirst()
+        }
+    }
+
+    /// Hands every staged message back to the spool for replay.
+    func returnStagedToReplay(_ spool: Spool) {
+        while let id = self.staging.firstID {
+            spool.returnToReplay(id)
+            self.staging.removeFirst()
+        }
+        if self.replayTimer == nil { self.armReplay() }
     }
 
     func append(_ spool: Spool, key: SpoolStreamKey, topic: UnsafePointer<CChar>, payload: JSONBuffer) {
@@ -159,11 +259,17 @@ final class Outbox {
     /// Runs the replay tick while the broker is up and the spool holds anything; an empty spool costs no
     /// wake-ups.
     func armReplay() {
-        guard self.brokerUp, let spool = self.spool, self.replayTimer == nil, spool.unacknowledged > 0 else { return }
+        guard self.brokerUp, let spool = self.spool, self.replayTimer == nil, !self.replayIdle(spool) else { return }
         self.replayTimer = try? self.loop.scheduleTimer(after: .milliseconds(100), repeating: .milliseconds(100)) {
             [weak self] in self?.replay()
         }
         self.replay()
+    }
+
+    /// Whether replay has nothing to do: `offline`, nothing unacknowledged; `always`, nothing waiting for replay
+    /// (live records in flight are the broker's, until a disconnect rewinds them).
+    func replayIdle(_ spool: Spool) -> Bool {
+        self.writeAhead ? spool.pendingReplayCount == 0 : spool.unacknowledged == 0
     }
 
     func brokerDisconnected() {
@@ -171,6 +277,10 @@ final class Outbox {
         self.control.dropTransient()
         if let timer = self.replayTimer { self.loop.cancel(timer) }
         self.replayTimer = nil
+        // Staged messages are in flight in the spool: the rewind below makes them pending for replay. PUBACKs of
+        // this connection will not come (a late one only means a duplicate).
+        self.staging.removeAll()
+        self.liveRecords.removeAll(keepingCapacity: true)
         // In-flight replays may never be acknowledged now: they become pending again (duplicates are detectable
         // by sid/seq).
         self.spool?.rewindReplay()
@@ -179,8 +289,8 @@ final class Outbox {
     /// Hands spooled records to the broker within the in-flight window and the replay rate.
     func replay() {
         guard let spool = self.spool, self.replayTimer != nil, self.mqtt.state == .connected else { return }
-        if spool.unacknowledged == 0 {
-            // Everything spooled has been acknowledged: stop ticking until something is spooled again.
+        if self.replayIdle(spool) {
+            // Nothing left to replay: stop ticking until something is spooled again.
             if let timer = self.replayTimer { self.loop.cancel(timer) }
             self.replayTimer = nil
             if self.replayed != self.replayedAtLastTrim {

@@ -1,3 +1,4 @@
+import Agent
 import Config
 import MQTT
 

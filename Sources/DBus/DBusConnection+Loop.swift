@@ -67,11 +67,17 @@ extension DBusConnection {
 
     // MARK: Watches
 
+    /// - Returns: whether the socket is watched as libdbus asks; `false` makes libdbus fail the call that added
+    ///   the watch (``connect(address:loop:)`` then throws), instead of a connection that never reads.
     func addWatch(_ watch: OpaquePointer) -> Bool {
         let fd = dbus_watch_get_unix_fd(watch)
         guard fd >= 0 else { return false }
         self.watchesByDescriptor[fd, default: WatchSet()].watches.append(watch)
-        self.updateRegistration(for: fd)
+        guard self.updateRegistration(for: fd) else {
+            self.watchesByDescriptor[fd]?.watches.removeAll { $0 == watch }
+            if self.watchesByDescriptor[fd]?.watches.isEmpty == true { self.watchesByDescriptor[fd] = nil }
+            return false
+        }
         return true
     }
 
@@ -90,8 +96,15 @@ extension DBusConnection {
     }
 
     /// Makes the socket's loop registration match the union of its enabled watches.
-    func updateRegistration(for fd: CInt) {
-        guard var set = self.watchesByDescriptor[fd] else { return }
+    ///
+    /// When the loop refuses (epoll's limits), the error is kept in ``loopError`` and the connection is closed on
+    /// the next loop pass, so that its owner hears ``onDisconnect`` rather than waiting on a socket nobody reads.
+    ///
+    /// - Returns: whether the registration matches.
+    @discardableResult
+    func updateRegistration(for fd: CInt) -> Bool {
+        guard var set = self.watchesByDescriptor[fd] else { return true }
+        var failure: Errno?
         var interest: IOEvents = []
         for watch in set.watches where dbus_watch_get_enabled(watch) != 0 {
             let flags = dbus_watch_get_flags(watch)
@@ -103,15 +116,21 @@ extension DBusConnection {
             self.loop.deregister(registration)
             set.registration = nil
         case (nil, false):
-            set.registration = try? self.loop.register(FileDescriptor(rawValue: fd), interest: interest) {
-                [weak self] events in
-                self?.handleSocket(fd, events: events)
+            do throws(Errno) {
+                set.registration = try self.loop.register(FileDescriptor(rawValue: fd), interest: interest) {
+                    [weak self] events in
+                    self?.handleSocket(fd, events: events)
+                }
+            } catch {
+                failure = error
             }
         case (let registration?, false):
-            do {
+            do throws(Errno) {
                 try self.loop.reregister(registration, interest: interest)
             } catch {
+                self.loop.deregister(registration)
                 set.registration = nil
+                failure = error
             }
         case (nil, true):
             break
@@ -121,6 +140,21 @@ extension DBusConnection {
             self.watchesByDescriptor[fd] = nil
         } else {
             self.watchesByDescriptor[fd] = set
+        }
+        guard let failure else { return true }
+        if self.loopError == nil { self.loopError = failure }
+        self.scheduleClose()
+        return false
+    }
+
+    /// Closes the connection on the next loop pass (not inside the libdbus callback that found the problem).
+    func scheduleClose() {
+        guard !self.isClosed, !self.closeScheduled else { return }
+        self.closeScheduled = true
+        do throws(Errno) {
+            _ = try self.loop.scheduleTimer(after: .zero) { [weak self] in self?.close() }
+        } catch {
+            // The loop itself is closed: nothing runs on it any more.
         }
     }
 

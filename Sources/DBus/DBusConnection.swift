@@ -27,6 +27,11 @@ public final class DBusConnection {
     var timers: [OpaquePointer: TimerHandle] = [:]
     var dispatchScheduled = false
     var isClosed = false
+    var closeScheduled = false
+
+    /// Why the connection could not be watched on the loop, if that is why it closed (or will close on the next
+    /// pass): the loop refused to register or change the socket's registration.
+    public internal(set) var loopError: Errno?
 
     // Signals and names.
     var subscriptions: [UInt64: Subscription] = [:]

@@ -56,6 +56,9 @@ public final class EmpaticaAPI {
     /// Called on the loop thread when the bus connection drops (the dbus-daemon restarted): the API can do nothing
     /// more; create a new one. Not called for ``close()``.
     public var onBusLost: (() -> Void)?
+    /// Why the bus was lost when the loop could not watch its socket (epoll's limits); `nil` when the bus closed
+    /// the connection.
+    public var busLossReason: String? { self.bluez.connection.loopError.map { "cannot watch its socket: \($0)" } }
 
     public private(set) var status: BLEStatus = .notAvailable
     /// What the current API key unlocks; `nil` until authenticated.

@@ -1,8 +1,7 @@
-import Config
-import Posix
-
 extension MQTTClient {
-    /// Everything an ``MQTTClient`` needs to connect, fixed for the client's life.
+    /// Everything an ``MQTTClient`` needs to connect, fixed for the client's life: plain values, so the wrapper
+    /// knows nothing of any application's configuration, topics or secret files (the agent translates its own;
+    /// SPEC §15).
     public struct Options: Sendable, CustomStringConvertible {
         /// Broker host name or IP literal. Resolved with `getaddrinfo` on the loop thread at every attempt:
         /// an IP literal or a name in `/etc/hosts` (`localhost`) answers at once, a DNS name can block.
@@ -10,7 +9,7 @@ extension MQTTClient {
         public var port: Int
         public var clientID: String
         public var username: String?
-        /// The password itself (read from `mqtt.password_file` by ``init(_:agentID:)``), never logged.
+        /// The password itself (the caller reads it from wherever it keeps it), never logged.
         public var password: String?
         public var protocolVersion: MQTTProtocolVersion
         /// Keepalive in seconds; libmosquitto requires at least 5.
@@ -57,61 +56,6 @@ extension MQTTClient {
             self.contentType = contentType
             self.reconnectInitial = reconnectInitial
             self.reconnectMaximum = reconnectMaximum
-        }
-
-        /// The agent's options from its `[mqtt]` configuration (SPEC §4, §10).
-        ///
-        /// The will is the retained `{"state":"offline"}` on `<topic_prefix>/<agentID>/status` at the configured
-        /// QoS. The password is the first line of `password_file`, read now.
-        ///
-        /// - Throws: ``MQTTError/Code/configuration`` naming the file and the reason when the password file
-        ///   cannot be read or is empty.
-        public init(_ configuration: AgentConfiguration.MQTT, agentID: String) throws(MQTTError) {
-            var password: String?
-            if let path = configuration.passwordFile {
-                password = try Options.readPassword(path)
-            }
-            let tls = configuration.tls
-            self.init(
-                host: configuration.host,
-                port: configuration.port,
-                clientID: configuration.clientID,
-                username: configuration.username,
-                password: password,
-                protocolVersion: configuration.protocolVersion == .v5 ? .v5 : .v311,
-                keepaliveSeconds: configuration.keepaliveSeconds,
-                maxInflight: configuration.maxInflight,
-                tls: tls.enabled || tls.insecure
-                    ? TLS(
-                        caFile: tls.caFile, caPath: tls.caPath, certFile: tls.certFile, keyFile: tls.keyFile,
-                        insecure: tls.insecure
-                    )
-                    : nil,
-                will: Will(
-                    topic: "\(configuration.topicPrefix)/\(agentID)/status",
-                    payload: Array(#"{"state":"offline"}"#.utf8),
-                    qos: configuration.qos,
-                    retain: true
-                ),
-                reconnectMaximum: .seconds(Int64(configuration.reconnectMaximumSeconds))
-            )
-        }
-
-        /// The first line of a password file, without its line ending.
-        ///
-        /// - Throws: ``MQTTError/Code/configuration``: "mqtt.password_file /etc/x: cannot read: Permission denied".
-        public static func readPassword(_ path: String) throws(MQTTError) -> String {
-            let bytes: [UInt8]
-            do {
-                bytes = try readFile(atPath: path, limit: 64 << 10)
-            } catch {
-                throw MQTTError(.configuration, "mqtt.password_file \(path): cannot read: \(error)")
-            }
-            let line = bytes.prefix { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") }
-            guard !line.isEmpty else {
-                throw MQTTError(.configuration, "mqtt.password_file \(path): the first line is empty")
-            }
-            return String(decoding: line, as: UTF8.self)
         }
 
         /// The options as one line for logs; the password is never shown.

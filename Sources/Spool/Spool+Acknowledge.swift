@@ -6,7 +6,10 @@ extension Spool {
     public func acknowledge(_ id: UInt64) {
         self.eventLoop.assertInEventLoop()
         guard let slot = self.slots[id], slot.state == .pending || slot.state == .inFlight else { return }
-        if slot.state == .pending { self.pendingCount -= 1 }
+        if slot.state == .pending {
+            self.pendingCount -= 1
+            if Int(slot.key) < self.replayPendingPerKey.count { self.replayPendingPerKey[Int(slot.key)] -= 1 }
+        }
         self.unacknowledgedCount -= 1
         if Int(slot.key) < self.pendingPerKey.count { self.pendingPerKey[Int(slot.key)] -= 1 }
         self.slots.setState(.acknowledged, of: id)

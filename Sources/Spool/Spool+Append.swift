@@ -101,6 +101,7 @@ extension Spool {
         } else {
             self.slots.append(.init(state: .pending, key: key.index))
             self.pendingCount += 1
+            self.replayPendingPerKey[Int(key.index)] += 1
         }
         return .appended(id: sequence)
     }
@@ -161,7 +162,10 @@ extension Spool {
 
     /// Marks an unacknowledged record gone: counters, per-key and per-segment counts.
     func forget(_ sequence: UInt64, slot: SpoolSlotTable.Slot) {
-        if slot.state == .pending { self.pendingCount -= 1 }
+        if slot.state == .pending {
+            self.pendingCount -= 1
+            if Int(slot.key) < self.replayPendingPerKey.count { self.replayPendingPerKey[Int(slot.key)] -= 1 }
+        }
         self.unacknowledgedCount -= 1
         if Int(slot.key) < self.pendingPerKey.count { self.pendingPerKey[Int(slot.key)] -= 1 }
         self.slots.setState(.absent, of: sequence)

@@ -28,6 +28,7 @@ extension Spool {
             record.key = SpoolStreamKey(index: slot.key)
             self.slots.setState(.inFlight, of: record.id)
             self.pendingCount -= 1
+            if Int(slot.key) < self.replayPendingPerKey.count { self.replayPendingPerKey[Int(slot.key)] -= 1 }
             records.append(record)
         }
         self.compactReadAhead()
@@ -47,6 +48,7 @@ extension Spool {
             if let slot = self.slots[sequence], slot.state == .inFlight {
                 self.slots.setState(.pending, of: sequence)
                 self.pendingCount += 1
+                if Int(slot.key) < self.replayPendingPerKey.count { self.replayPendingPerKey[Int(slot.key)] += 1 }
             }
             sequence += 1
         }

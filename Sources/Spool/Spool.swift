@@ -38,6 +38,10 @@ public final class Spool: @unchecked Sendable {
     public let recovery: SpoolRecoveryReport
     /// Called on the loop when read-ahead delivered records to replay, so the agent can pull without polling.
     public var onReplayReady: (() -> Void)?
+    /// Called on the loop after ``requestWrittenNotification(beyond:)`` once the writer has written more
+    /// (``writtenBelow`` moved).
+    public var onWritten: (() -> Void)?
+    var writtenRegistration: IORegistration?
     /// Called on the loop with one line for the log when a write-side error happens (a batch lost, an `fsync`, the
     /// cursor or a segment delete failed): the first at once, then at most one per ``writeErrorLogInterval``
     /// carrying the count of those in between. Every error is counted in ``metrics`` either way.
@@ -69,6 +73,8 @@ public final class Spool: @unchecked Sendable {
     var keyBytes: [[UInt8]] = []
     var keyIndex: [String: UInt16] = [:]
     var pendingPerKey: [Int] = []
+    /// Per key: records waiting for replay (not in flight).
+    var replayPendingPerKey: [Int] = []
 
     // Append scratch: one frame plus the ring entry header, allocated once.
     let scratch: UnsafeMutableRawBufferPointer
@@ -129,6 +135,7 @@ public final class Spool: @unchecked Sendable {
         self.keyBytes = recovered.keys.map { Array($0.utf8) }
         for (index, name) in recovered.keys.enumerated() { self.keyIndex[name] = UInt16(index) }
         self.pendingPerKey = [Int](repeating: 0, count: recovered.keys.count)
+        self.replayPendingPerKey = self.pendingPerKey
         var unacknowledged = 0
         for record in recovered.records {
             while slots.end < record.sequence { slots.append(.init(state: .absent, key: 0)) }
@@ -136,7 +143,10 @@ public final class Spool: @unchecked Sendable {
                 slots.append(.init(state: .acknowledged, key: record.key))
             } else {
                 slots.append(.init(state: .pending, key: record.key))
-                if Int(record.key) < self.pendingPerKey.count { self.pendingPerKey[Int(record.key)] += 1 }
+                if Int(record.key) < self.pendingPerKey.count {
+                    self.pendingPerKey[Int(record.key)] += 1
+                    self.replayPendingPerKey[Int(record.key)] += 1
+                }
                 unacknowledged += 1
             }
         }
@@ -172,6 +182,14 @@ public final class Spool: @unchecked Sendable {
             throw SpoolError(.resources, "cannot create the spool writer's eventfds", errno: error)
         }
         bridge.attach(self)
+        do throws(Errno) {
+            self.writtenRegistration = try eventLoop.register(self.writer.writtenFD, interest: .readable) {
+                [weak self] _ in self?.writtenSignalled()
+            }
+        } catch {
+            self.isClosed = true  // deinit frees the rest
+            throw SpoolError(.resources, "cannot watch the spool writer's eventfd on the event loop", errno: error)
+        }
         self.advanceLowWatermark()
         // Recovery read whole segments and listed every record: give that memory back before the agent runs.
         self.releaseFreedMemory()
@@ -205,6 +223,7 @@ public final class Spool: @unchecked Sendable {
         self.keyBytes.append(bytes)
         self.keyIndex[name] = index
         self.pendingPerKey.append(0)
+        self.replayPendingPerKey.append(0)
         return SpoolStreamKey(index: index)
     }
 
@@ -222,6 +241,56 @@ public final class Spool: @unchecked Sendable {
     /// behind them rather than published directly, to keep per-stream order (SPEC §11).
     public func pendingCount(for key: SpoolStreamKey) -> Int {
         Int(key.index) < self.pendingPerKey.count ? self.pendingPerKey[Int(key.index)] : 0
+    }
+
+    /// The records of `key` waiting for replay, not counting those in flight. In `always` mode every record is
+    /// unacknowledged until its PUBACK, so this, not ``pendingCount(for:)``, says whether a live record must go
+    /// behind spooled ones (after an outage, or a crash).
+    public func replayPendingCount(for key: SpoolStreamKey) -> Int {
+        Int(key.index) < self.replayPendingPerKey.count ? self.replayPendingPerKey[Int(key.index)] : 0
+    }
+
+    /// Asks for one ``onWritten`` call once the writer has written past what it has now.
+    ///
+    /// - Returns: whether `id` is written already (``writtenBelow`` > `id`); then no call is needed, though one
+    ///   may still come.
+    public func requestWrittenNotification(beyond id: UInt64) -> Bool {
+        self.eventLoop.assertInEventLoop()
+        // Set the flag before reading the position: the writer stores the position before it takes the flag, so
+        // one of the two sees the other (sequentially consistent) and no write goes unnoticed.
+        self.writer.writtenWanted.store(true, ordering: .sequentiallyConsistent)
+        return self.writer.writtenBelow.load(ordering: .sequentiallyConsistent) > id
+    }
+
+    func writtenSignalled() {
+        var counter: UInt64 = 0
+        _ = withUnsafeMutableBytes(of: &counter) { raw in Glibc.read(self.writer.writtenFD.rawValue, raw.baseAddress, 8) }
+        guard !self.isClosed else { return }
+        self.onWritten?()
+    }
+
+    /// Whether `id` is in flight: appended with `inFlight: true` (or handed out by replay) and neither acknowledged,
+    /// rewound nor gone (a failed write, an eviction) since.
+    public func isInFlight(_ id: UInt64) -> Bool {
+        self.slots[id]?.state == .inFlight
+    }
+
+    /// Makes an in-flight record pending again: the caller could not hand it to the broker after all (`always`
+    /// mode: the window filled, the connection went). Replay sends it. Other ids are ignored.
+    public func returnToReplay(_ id: UInt64) {
+        self.eventLoop.assertInEventLoop()
+        guard let slot = self.slots[id], slot.state == .inFlight else { return }
+        self.slots.setState(.pending, of: id)
+        self.pendingCount += 1
+        if Int(slot.key) < self.replayPendingPerKey.count { self.replayPendingPerKey[Int(slot.key)] += 1 }
+        // The read-ahead may be past it: restart from the oldest pending record.
+        if id < self.replayNext {
+            self.readAhead.removeAll(keepingCapacity: true)
+            self.readAheadHead = 0
+            self.replayNext = self.slots.base
+            self.readGeneration &+= 1
+            self.readOutstanding = false
+        }
     }
 
     /// Records not yet acknowledged, in flight or not.
@@ -279,6 +348,10 @@ public final class Spool: @unchecked Sendable {
         self.writer.post { $0.stop = true }
         self.thread?.join()
         self.thread = nil
+        if let registration = self.writtenRegistration {
+            self.eventLoop.deregister(registration)
+            self.writtenRegistration = nil
+        }
         self.lock.release()
     }
 

@@ -1,25 +1,27 @@
-import Config
-
-/// The spool's settings: the `[spool]` table of the configuration (SPEC §4) plus sizes that are not
-/// operator-facing.
+/// The spool's settings, its own values (SPEC §15: the spool knows nothing of the agent's configuration schema;
+/// the agent translates its `[spool]` table, SPEC §4, into these), plus sizes that are not operator-facing.
+///
+/// There is no mode here: the spool behaves the same in `offline` and `always` mode; the mode tells the agent
+/// when to append (Docs/spool.md).
 public struct SpoolOptions: Sendable, Equatable {
-    public typealias Mode = AgentConfiguration.SpoolMode
-    public typealias FullPolicy = AgentConfiguration.SpoolFullPolicy
+    /// What an append does when ``maxBytes`` would be exceeded.
+    public enum FullPolicy: Sendable, Equatable, CaseIterable {
+        /// Delete whole oldest segments until the new record fits; their unacknowledged records are counted.
+        case dropOldest
+        /// Refuse the new record (counted).
+        case dropNewest
+    }
 
-    /// `spool.dir`; created with mode 0700 when missing.
+    /// The directory (the agent's `spool.dir`); created with mode 0700 when missing.
     public var directory: String
-    /// `spool.mode`. The spool itself behaves the same in both modes; the mode tells the agent when to append
-    /// (see Docs/spool.md) and is kept here so that one value travels.
-    public var mode: Mode
-    /// `spool.max_bytes`: the most bytes of framed records kept on disk.
+    /// The most bytes of framed records kept on disk.
     public var maxBytes: Int
-    /// `spool.segment_bytes`: a new segment file starts when the current one would grow past this.
+    /// A new segment file starts when the current one would grow past this.
     public var segmentBytes: Int
-    /// `spool.fsync_interval_ms`: the group-commit interval; 0 syncs after every batch the writer drains.
+    /// The group-commit interval in milliseconds; 0 syncs after every batch the writer drains.
     public var fsyncIntervalMilliseconds: Int
-    /// `spool.on_full`.
     public var onFull: FullPolicy
-    /// `spool.replay_rate`: the most records ``Spool/nextForReplay(limit:now:)`` hands out per second.
+    /// The most records ``Spool/nextForReplay(limit:now:)`` hands out per second.
     public var replayRate: Int
     /// The bytes of the ring between the event loop and the writer thread: how long a disk stall the loop rides
     /// out before it must drop (4 MiB ≈ 2 s at 100 000 records/s of 20 bytes… more at real rates).
@@ -27,7 +29,6 @@ public struct SpoolOptions: Sendable, Equatable {
 
     public init(
         directory: String,
-        mode: Mode = .offline,
         maxBytes: Int = 256 << 20,
         segmentBytes: Int = 4 << 20,
         fsyncIntervalMilliseconds: Int = 1000,
@@ -36,25 +37,11 @@ public struct SpoolOptions: Sendable, Equatable {
         ringBytes: Int = 4 << 20
     ) {
         self.directory = directory
-        self.mode = mode
         self.maxBytes = maxBytes
         self.segmentBytes = segmentBytes
         self.fsyncIntervalMilliseconds = fsyncIntervalMilliseconds
         self.onFull = onFull
         self.replayRate = replayRate
         self.ringBytes = ringBytes
-    }
-
-    /// The options of a validated configuration.
-    public init(_ configuration: AgentConfiguration.Spool) {
-        self.init(
-            directory: configuration.directory,
-            mode: configuration.mode,
-            maxBytes: Int(configuration.maxBytes),
-            segmentBytes: Int(configuration.segmentBytes),
-            fsyncIntervalMilliseconds: configuration.fsyncIntervalMilliseconds,
-            onFull: configuration.onFull,
-            replayRate: configuration.replayRate
-        )
     }
 }

@@ -28,6 +28,11 @@ final class SpoolWriter: @unchecked Sendable {
     let syncDoneFD: FileDescriptor
     /// Set while the writer is about to sleep, so producers write the eventfd only then.
     let waiting = Atomic<Bool>(false)
+    /// Tells the loop that ``writtenBelow`` moved (non-blocking eventfd the loop watches), written only while
+    /// ``writtenWanted`` is set: `always` mode publishes a record once it is in a segment file.
+    let writtenFD: FileDescriptor
+    /// Set by the loop when it waits for ``writtenBelow`` to pass a record; the writer clears it as it signals.
+    let writtenWanted = Atomic<Bool>(false)
 
     /// Every record below this sequence number is acknowledged (or gone), as the loop last saw it: a commit
     /// whose records are all below it protects nothing and is skipped.
@@ -88,8 +93,16 @@ final class SpoolWriter: @unchecked Sendable {
             _ = Glibc.close(wake)
             throw error
         }
+        let written = eventfd(0, CInt(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard written >= 0 else {
+            let error = Errno.current
+            _ = Glibc.close(wake)
+            _ = Glibc.close(done)
+            throw error
+        }
         self.wakeFD = FileDescriptor(rawValue: wake)
         self.syncDoneFD = FileDescriptor(rawValue: done)
+        self.writtenFD = FileDescriptor(rawValue: written)
         self.directory = directory
         self.fsyncIntervalNanoseconds = UInt64(max(0, fsyncIntervalMilliseconds)) * 1_000_000
         self.ring = ring
@@ -107,6 +120,7 @@ final class SpoolWriter: @unchecked Sendable {
         self.readBuffer.deallocate()
         self.wakeFD.close()
         self.syncDoneFD.close()
+        self.writtenFD.close()
     }
 
     // MARK: - Any thread
@@ -268,7 +282,13 @@ final class SpoolWriter: @unchecked Sendable {
             self.currentSize += bytes
             self.bytesWritten.add(UInt64(bytes), ordering: .relaxed)
             self.writtenThrough = last
-            self.writtenBelow.store(last + 1, ordering: .releasing)
+            self.writtenBelow.store(last + 1, ordering: .sequentiallyConsistent)
+            if self.writtenWanted.exchange(false, ordering: .sequentiallyConsistent) {
+                var one: UInt64 = 1
+                _ = withUnsafeBytes(of: &one) { raw in
+                    retryingOnInterrupt { Glibc.write(self.writtenFD.rawValue, raw.baseAddress, 8) }
+                }
+            }
             if self.dirtySince == nil { self.dirtySince = clinux_monotonic_nanoseconds() }
         } catch {
             self.count(error)

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Config
 import EventLoop
 import Foundation
 import Logging
@@ -216,38 +215,23 @@ import TestSupport
         #expect(events.events.last == .disconnected(error: nil, retryIn: nil))
     }
 
-    @Test func passwordFromFileIsAcceptedAndAWrongOneIsRefusedClearly() throws {
+    @Test func passwordIsAcceptedAndAWrongOneIsRefusedClearly() throws {
+        // Reading `mqtt.password_file` is the agent's business (AgentTests); the client takes the password itself.
         let directory = try makeTemporaryDirectory("passwd")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try runToCompletion(["/usr/bin/mosquitto_passwd", "-b", "-c", directory + "/passwd", "edge", "s3cret pass"])
-        try "s3cret pass\n".write(toFile: directory + "/good", atomically: true, encoding: .utf8)
-        try "wrong\n".write(toFile: directory + "/bad", atomically: true, encoding: .utf8)
         let broker = try TestBroker(settings: ["password_file \(directory)/passwd"], anonymous: false)
         let loop = try EventLoop()
         defer { loop.close() }
         let (logger, _) = Logger.test()
 
-        // The good client is built from the agent's configuration, as the daemon does.
-        let toml = """
-            [agent]
-            id = "a1"
-            [mqtt]
-            host = "127.0.0.1"
-            port = \(broker.port)
-            username = "edge"
-            password_file = "\(directory)/good"
-            """
-        let document = try TOMLParser.parse(Array(toml.utf8))
-        let configuration = try ConfigValidator.validate(
-            document, environment: ConfigEnvironment(hostname: "pi", configDirectory: directory))
-        var goodOptions = try MQTTClient.Options(configuration.mqtt, agentID: configuration.agent.id)
-        #expect(goodOptions.password == "s3cret pass")
-        #expect(goodOptions.will?.topic == "empalink/a1/status")
-        #expect(goodOptions.reconnectMaximum == .seconds(60), "mqtt.reconnect_max_s defaults to 60 s")
+        var goodOptions = MQTTClient.Options(
+            host: "127.0.0.1", port: broker.port, clientID: "empalink-a1", username: "edge", password: "s3cret pass"
+        )
         goodOptions.reconnectInitial = .milliseconds(100)
         var badOptions = goodOptions
         badOptions.clientID = "intruder"
-        badOptions.password = try MQTTClient.Options.readPassword(directory + "/bad")
+        badOptions.password = "wrong"
 
         for version in [MQTTProtocolVersion.v5, .v311] {
             goodOptions.protocolVersion = version
@@ -287,15 +271,6 @@ import TestSupport
         #expect(!options.description.contains("hunter2"))
         #expect(options.description.contains("password=<redacted>"))
         #expect(options.description.contains("username=edge"))
-    }
-
-    @Test func unreadablePasswordFileIsAClearError() throws {
-        #expect {
-            try MQTTClient.Options.readPassword("/nonexistent/empalink-password")
-        } throws: { error in
-            (error as? MQTTError)?.message
-                == "mqtt.password_file /nonexistent/empalink-password: cannot read: No such file or directory"
-        }
     }
 
     static func tlsBroker(_ certificates: TestCertificates) throws -> TestBroker {
@@ -382,19 +357,5 @@ import TestSupport
             (error as? MQTTError)?.message
                 == "TLS: mqtt.tls.ca_file /nonexistent/ca.crt: cannot read: No such file or directory"
         }
-    }
-
-    @Test func reconnectMaximumComesFromTheConfiguration() throws {
-        let toml = """
-            [agent]
-            id = "a1"
-            [mqtt]
-            reconnect_max_s = 7
-            """
-        let document = try TOMLParser.parse(Array(toml.utf8))
-        let configuration = try ConfigValidator.validate(
-            document, environment: ConfigEnvironment(hostname: "pi", configDirectory: "/tmp"))
-        let options = try MQTTClient.Options(configuration.mqtt, agentID: configuration.agent.id)
-        #expect(options.reconnectMaximum == .seconds(7))
     }
 }

@@ -2,6 +2,7 @@ import EventLoop
 import Logging
 import MQTT
 import Testing
+import TestSupport
 
 extension EventLoop {
     /// Runs the loop for `duration`: lets late (duplicate, unexpected) events arrive before a negative check.

@@ -179,11 +179,12 @@ def percentile(values, p):
 class Stack:
     """dbus-daemon, empalink-sim, mosquitto and empalinkd in a private work directory."""
 
-    def __init__(self, bindir, work, devices, batch_ms, whitelist):
+    def __init__(self, bindir, work, devices, batch_ms, whitelist, spool_mode="offline"):
         self.bindir = bindir
         self.work = work
         self.devices = devices
         self.batch_ms = batch_ms
+        self.spool_mode = spool_mode
         self.whitelist = whitelist
         self.processes = []
         self.port = free_port()
@@ -260,7 +261,7 @@ metrics_interval_s = 10
 
 [spool]
 dir = "{work}/spool"
-mode = "offline"
+mode = "{self.spool_mode}"
 """)
         time.sleep(0.3)
         self.daemon = self.start_process("empalinkd", [f"{self.bindir}/empalinkd", "--config",
@@ -375,9 +376,9 @@ def latencies(messages, truth_dir, window):
     return result, oldest, unaligned
 
 
-def run_one(args, devices, batch_ms):
-    work = os.path.join(args.work, f"n{devices}-b{batch_ms}")
-    stack = Stack(args.bin, work, devices, batch_ms, whitelist=True)
+def run_one(args, devices, batch_ms, spool_mode="offline"):
+    work = os.path.join(args.work, f"n{devices}-b{batch_ms}-{spool_mode}")
+    stack = Stack(args.bin, work, devices, batch_ms, whitelist=True, spool_mode=spool_mode)
     subscriber = None
     try:
         stack.start()
@@ -414,7 +415,7 @@ def run_one(args, devices, batch_ms):
         stack.stop()
     delays, oldest, unaligned = latencies(messages, stack.truth, (wall_start, wall_end))
     return {
-        "devices": devices, "batch_ms": batch_ms, "connect_seconds": round(connected, 1),
+        "devices": devices, "batch_ms": batch_ms, "spool_mode": spool_mode, "connect_seconds": round(connected, 1),
         **measured,
         "cpu_percent_per_wristband": measured["cpu_percent"] / devices,
         "rss_kib": rss, "hwm_kib": hwm, "pss_kib": pss, "anonymous_kib": anonymous, "rss_kib_by_file": by_file,
@@ -456,6 +457,9 @@ def main():
     parser.add_argument("--work", default=".build/bench-daemon")
     parser.add_argument("--devices", default="1,5,10,20")
     parser.add_argument("--batch", default="0,250", help="batch_ms values")
+    parser.add_argument("--spool-mode", default="offline",
+                        help="spool.mode values, e.g. offline,always: each (batch_ms, wristbands) runs once per mode, "
+                        "side by side")
     parser.add_argument("--seconds", type=float, default=20, help="measurement window per run")
     parser.add_argument("--warmup", type=float, default=5, help="seconds after every wristband streams")
     parser.add_argument("--idle-seconds", type=float, default=30, help="0 skips the idle run")
@@ -484,35 +488,37 @@ def main():
         print(f"idle: {idle['wakeups_per_s']:.2f} wake-ups/s (+{idle['involuntary_per_s']:.2f} involuntary), "
               f"CPU {idle['cpu_percent']:.3f} %, RSS {idle['rss_kib'] / 1024:.1f} MiB, {idle['threads']} threads",
               flush=True)
+    modes = args.spool_mode.split(",")
     for batch_ms in (int(value) for value in args.batch.split(",")):
         for devices in (int(value) for value in args.devices.split(",")):
-            run = run_one(args, devices, batch_ms)
-            results["runs"].append(run)
-            print(f"batch_ms {batch_ms:4d}, {devices:2d} wristbands: CPU {run['cpu_percent']:.2f} % "
-                  f"({run['cpu_percent_per_wristband']:.3f} %/wristband), RSS {run['rss_kib'] / 1024:.1f} MiB, "
-                  f"{run['wakeups_per_s']:.0f} wake-ups/s, latency p50 {run['latency_ms_p50']:.1f} ms "
-                  f"p99 {run['latency_ms_p99']:.1f} ms (n={run['latency_samples']}), "
-                  f"load {run['load_before']:.1f}", flush=True)
-            if args.rss_files > 0:
-                top = list(run["rss_kib_by_file"].items())[:args.rss_files]
-                referenced = run["referenced_kib_by_file"]
-                print("  RSS / referenced in the window, by file (KiB): "
-                      + ", ".join(f"{name} {kib}/{referenced.get(name, '?')}" for name, kib in top)
-                      + f"; Pss {run['pss_kib']}, anon {run['anonymous_kib']}", flush=True)
+            for mode in modes:
+                run = run_one(args, devices, batch_ms, mode)
+                results["runs"].append(run)
+                print(f"{mode:7s} batch_ms {batch_ms:4d}, {devices:2d} wristbands: CPU {run['cpu_percent']:.2f} % "
+                      f"({run['cpu_percent_per_wristband']:.3f} %/wristband), RSS {run['rss_kib'] / 1024:.1f} MiB, "
+                      f"{run['wakeups_per_s']:.0f} wake-ups/s, latency p50 {run['latency_ms_p50']:.1f} ms "
+                      f"p99 {run['latency_ms_p99']:.1f} ms (n={run['latency_samples']}), "
+                      f"load {run['load_before']:.1f}", flush=True)
+                if args.rss_files > 0:
+                    top = list(run["rss_kib_by_file"].items())[:args.rss_files]
+                    referenced = run["referenced_kib_by_file"]
+                    print("  RSS / referenced in the window, by file (KiB): "
+                          + ", ".join(f"{name} {kib}/{referenced.get(name, '?')}" for name, kib in top)
+                          + f"; Pss {run['pss_kib']}, anon {run['anonymous_kib']}", flush=True)
 
     print()
-    print("| batch_ms | wristbands | CPU % of one core | CPU % per wristband | RSS MiB (peak) | anon MiB "
+    print("| spool.mode | batch_ms | wristbands | CPU % of one core | CPU % per wristband | RSS MiB (peak) | anon MiB "
           "| wake-ups/s | latency p50 / p99 / max ms (n) | first notification p50 / p99 ms | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for run in results["runs"]:
-        print(f"| {run['batch_ms']} | {run['devices']} | {run['cpu_percent']:.2f} | "
+        print(f"| {run['spool_mode']} | {run['batch_ms']} | {run['devices']} | {run['cpu_percent']:.2f} | "
               f"{run['cpu_percent_per_wristband']:.3f} | {run['rss_kib'] / 1024:.1f} ({run['hwm_kib'] / 1024:.1f}) "
               f"| {run['anonymous_kib'] / 1024:.1f} | {run['wakeups_per_s']:.0f} | {run['latency_ms_p50']:.1f} / "
               f"{run['latency_ms_p99']:.1f} / "
               f"{run['latency_ms_max']:.1f} ({run['latency_samples']}) | {run['first_latency_ms_p50']:.1f} / "
               f"{run['first_latency_ms_p99']:.1f} | {run['load_before']:.1f} |")
     if idle is not None:
-        print(f"| idle | 0 | {idle['cpu_percent']:.3f} | – | {idle['rss_kib'] / 1024:.1f} | "
+        print(f"| offline | idle | 0 | {idle['cpu_percent']:.3f} | – | {idle['rss_kib'] / 1024:.1f} | "
               f"{idle['anonymous_kib'] / 1024:.1f} | "
               f"{idle['wakeups_per_s']:.2f} | – | – | {idle['load']:.1f} |")
     if args.json:

@@ -2,18 +2,17 @@
 import Glibc
 #endif
 import Foundation
-import TestSupport
 
 /// A private `mosquitto` on a free loopback port, ended by PID; it can be stopped and started again on the
 /// same port (for reconnect tests).
-final class TestBroker {
-    let port: Int
-    let directory: String
-    let configPath: String
-    private(set) var pid: pid_t?
+public final class TestBroker {
+    public let port: Int
+    public let directory: String
+    public let configPath: String
+    public private(set) var pid: pid_t?
 
     /// - Parameter settings: extra lines for the listener (TLS files, password file, limits).
-    init(settings: [String] = [], anonymous: Bool = true) throws {
+    public init(settings: [String] = [], anonymous: Bool = true) throws {
         self.port = try freeLoopbackPort()
         self.directory = try makeTemporaryDirectory("mosquitto")
         self.configPath = self.directory + "/mosquitto.conf"
@@ -33,7 +32,7 @@ final class TestBroker {
     }
 
     /// Starts the broker and waits (bounded) until it accepts connections.
-    func start() throws {
+    public func start() throws {
         guard self.pid == nil else { return }
         let pid = try spawn(["/usr/sbin/mosquitto", "-c", self.configPath],
                                    output: self.directory + "/stdout.log")
@@ -52,14 +51,14 @@ final class TestBroker {
     }
 
     /// Ends the broker (SIGTERM, by PID) and reaps it.
-    func stop() {
+    public func stop() {
         guard let pid = self.pid else { return }
         self.pid = nil
         terminate(pid)
     }
 
     /// Sends `signal` to the broker (SIGSTOP to freeze it, SIGKILL to make it vanish); SIGKILL also reaps it.
-    func send(_ signal: CInt) {
+    public func send(_ signal: CInt) {
         guard let pid = self.pid else { return }
         kill(pid, signal)
         if signal == SIGKILL {
@@ -70,7 +69,7 @@ final class TestBroker {
     }
 
     /// The broker's log, for failure messages.
-    var log: String {
+    public var log: String {
         let files = ["/mosquitto.log", "/stdout.log"]
         return files.compactMap { try? String(contentsOfFile: self.directory + $0, encoding: .utf8) }
             .joined(separator: "\n")

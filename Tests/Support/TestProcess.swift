@@ -2,10 +2,9 @@
 import Glibc
 #endif
 import Foundation
-import TestSupport
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice for an ephemeral bind).
-func freeLoopbackPort() throws -> Int {
+public func freeLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket: \(errno)") }
     defer { close(fd) }
@@ -24,7 +23,7 @@ func freeLoopbackPort() throws -> Int {
 }
 
 /// Whether something accepts TCP connections on 127.0.0.1:`port`.
-func acceptsConnections(port: Int) -> Bool {
+public func acceptsConnections(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }
@@ -40,7 +39,7 @@ func acceptsConnections(port: Int) -> Bool {
 }
 
 /// A fresh private directory under the temporary directory.
-func makeTemporaryDirectory(_ name: String) throws -> String {
+public func makeTemporaryDirectory(_ name: String) throws -> String {
     let path = FileManager.default.temporaryDirectory
         .appendingPathComponent("empalink-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
