@@ -95,13 +95,13 @@ let package = Package(
                           dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],
                           swiftSettings: strict),
 
-        .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"], swiftSettings: strict),
+        .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BlueZTests", dependencies: ["Bluetooth", "BlueZ", "DBus", "EventLoop", "Posix"],
                     swiftSettings: strict),
         .testTarget(name: "EmpaLinkTests", dependencies: ["Bluetooth", "EmpaLink", "Config", "BlueZ", "DBus",
                                                           "EventLoop", "E4", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ConfigTests", dependencies: ["Config"], swiftSettings: strict),
-        .testTarget(name: "E4Tests", dependencies: ["Bluetooth", "E4"], swiftSettings: strict),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "E4Tests", dependencies: ["Bluetooth", "E4", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "CtlCommands", "TestSupport"], swiftSettings: strict),
         // Test helpers shared by the test targets: a private dbus-daemon, the simulator process.
         .target(name: "TestSupport", dependencies: ["DBus", "EventLoop"], path: "Tests/Support", swiftSettings: strict),
@@ -118,7 +118,7 @@ let package = Package(
         // The agent in-process: outbox, JSON writer, command parser, publisher, reload, option translation.
         .testTarget(name: "AgentTests", dependencies: ["Agent", "Config", "EmpaLink", "EventLoop", "Logging", "MQTT",
                                                        "Posix", "Spool", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix"], swiftSettings: strict),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "EventLoop", "Posix", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "PosixTests", dependencies: ["Posix"], swiftSettings: strict),
         // Runs `empalink-alloc-check` as a child process; deliberately no dependency on it or on the counter.
         .testTarget(name: "AllocationTests", swiftSettings: strict),

@@ -1,3 +1,4 @@
+import Consumer
 import Glibc
 import Physio
 import Posix
@@ -132,10 +133,10 @@ public enum IBICommand: CtlCommand {
     }
 
     static func formatIBI(_ result: Run, start: Double) -> String {
-        var text = "\(Self.fixed(start, 6)), IBI\n"
+        var text = "\(DecimalText.fixed(start, 6)), IBI\n"
         for beat in result.beats {
             guard let interval = beat.interval else { continue }
-            text += "\(Self.fixed(beat.time - start, 6)),\(Self.fixed(interval, 6))\n"
+            text += "\(DecimalText.fixed(beat.time - start, 6)),\(DecimalText.fixed(interval, 6))\n"
         }
         return text
     }
@@ -143,42 +144,28 @@ public enum IBICommand: CtlCommand {
     static func formatBeats(_ result: Run, start: Double) -> String {
         var text = "t,ibi,reason,shape\n"
         for beat in result.beats {
-            let interval = beat.interval.map { Self.fixed($0, 6) } ?? ""
+            let interval = beat.interval.map { DecimalText.fixed($0, 6) } ?? ""
             let reason = beat.suppression.map { "\($0)" } ?? ""
-            let shape = beat.templateCorrelation.map { Self.fixed($0, 3) } ?? ""
-            text += "\(Self.fixed(beat.time - start, 6)),\(interval),\(reason),\(shape)\n"
+            let shape = beat.templateCorrelation.map { DecimalText.fixed($0, 3) } ?? ""
+            text += "\(DecimalText.fixed(beat.time - start, 6)),\(interval),\(reason),\(shape)\n"
         }
         return text
     }
 
     /// HR in the E4 `HR.csv` layout: one value per second from the first tick; seconds without a value are 0.
     static func formatHeartRate(_ result: Run, start: Double) -> String {
-        guard let first = result.heartRates.first else { return "\(Self.fixed(start, 6))\n1.000000\n" }
-        var text = "\(Self.fixed(first.time, 6))\n1.000000\n"
+        guard let first = result.heartRates.first else { return "\(DecimalText.fixed(start, 6))\n1.000000\n" }
+        var text = "\(DecimalText.fixed(first.time, 6))\n1.000000\n"
         var second = first.time
         for sample in result.heartRates {
             while second < sample.time - 0.5 {
                 text += "0.00\n"
                 second += 1
             }
-            text += "\(Self.fixed(sample.beatsPerMinute, 2))\n"
+            text += "\(DecimalText.fixed(sample.beatsPerMinute, 2))\n"
             second += 1
         }
         return text
-    }
-
-    /// Formats `value` with `decimals` digits after the point (no Foundation).
-    static func fixed(_ value: Double, _ decimals: Int) -> String {
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        let negative = value < 0
-        let scaled = (abs(value) * scale).rounded()
-        guard scaled < 9.0e18 else { return "\(value)" }
-        let units = UInt64(scaled)
-        let whole = units / UInt64(scale)
-        var fraction = String(units % UInt64(scale))
-        while fraction.count < decimals { fraction = "0" + fraction }
-        return (negative && units > 0 ? "-" : "") + "\(whole)" + (decimals > 0 ? ".\(fraction)" : "")
     }
 
     /// Writes `text` to `path`, creating or truncating it.

@@ -85,7 +85,7 @@ public enum RecordCommand: CtlCommand {
     /// 1 Hz series from T+10 to the end of the BVP without holes (each second the latest estimate; before the
     /// first estimate the first; 0 when the engine gave none in the whole session).
     static func heartRate(directory: String, start: Int) -> String {
-        let header = "\(IBICommand.fixed(Double(start + 10), 6))\n1.000000\n"
+        let header = "\(DecimalText.fixed(Double(start + 10), 6))\n1.000000\n"
         guard let bvp = try? E4Export.read(path: directory + "/BVP.csv", columns: 1) else { return header }
         let acc = try? E4Export.read(path: directory + "/ACC.csv", columns: 3)
         let run = IBICommand.process(bvp: bvp, acc: acc)
@@ -99,7 +99,7 @@ public enum RecordCommand: CtlCommand {
                 current = run.heartRates[index].beatsPerMinute
                 index += 1
             }
-            text += IBICommand.fixed(current, 2) + "\n"
+            text += DecimalText.fixed(current, 2) + "\n"
             second += 1
         }
         return text

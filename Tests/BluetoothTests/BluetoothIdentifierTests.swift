@@ -1,5 +1,6 @@
 import Bluetooth
 import Testing
+import TestSupport
 
 @Suite struct BluetoothUUIDTests {
     @Test func shortFormEqualsBlueZExpansion() throws {

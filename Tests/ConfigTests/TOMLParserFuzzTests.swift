@@ -1,27 +1,12 @@
 import Config
 import Testing
+import TestSupport
 
 /// Randomized robustness: 100 000 mutated documents from a fixed seed. Each must come back as a table or a
 /// ``TOMLError`` (a trap would kill the test process, a hang would never finish), errors must sit inside the
 /// document, and an accepted document must give the same result with CRLF line endings.
 @Suite struct TOMLParserFuzzTests {
     /// splitmix64: tiny, deterministic, and good enough to spread mutations (no Foundation, no global state).
-    struct SplitMix64 {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func below(_ bound: Int) -> Int {
-            bound <= 0 ? 0 : Int(self.next() % UInt64(bound))
-        }
-    }
-
     /// Small seeds that together touch every construct, so that mutations land on every code path.
     static let seeds: [String] = [
         "a = 1\nb = \"two\"\n[t]\nc = [1, 2.5, true]\n",
@@ -74,7 +59,7 @@ import Testing
     }
 
     @Test func hundredThousandMutatedDocumentsReturnATableOrAnError() {
-        var random = SplitMix64(state: 0x5EED_70B1)
+        var random = SplitMix64(seed: 0x5EED_70B1)
         let seeds = TOMLParserFuzzTests.seeds.map { Array($0.utf8) }
         var accepted = 0
         var rejected = 0

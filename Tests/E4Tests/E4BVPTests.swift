@@ -1,5 +1,6 @@
 import E4
 import Testing
+import TestSupport
 
 @Suite struct E4BVPTests {
     /// Green delta +1 at k = 0 and red delta −1 at k = 1, all else 0, counter 0:

@@ -1,5 +1,6 @@
 import E4
 import Testing
+import TestSupport
 
 @Suite struct E4CaptureTests {
     /// Record: arrival 0x0102030405060708 µs as 08 07 06 05 04 03 02 01, characteristic 0x3EB3 as B3 3E,

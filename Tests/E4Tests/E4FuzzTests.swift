@@ -1,5 +1,6 @@
 import E4
 import Testing
+import TestSupport
 
 /// Random bytes through every decoder: nothing traps, and every packet is accounted for exactly once.
 @Suite struct E4FuzzTests {

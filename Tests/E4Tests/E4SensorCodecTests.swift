@@ -1,5 +1,6 @@
 import E4
 import Testing
+import TestSupport
 
 @Suite struct E4SensorCodecTests {
     // MARK: ACC — 6 × (x, y, z) int8, then u16 LE counter.

@@ -5,6 +5,7 @@ import EventLoop
 import Posix
 @testable import Spool
 import Testing
+import TestSupport
 
 /// The acceptance test of SPEC §11's recovery promise, at module level: a spool damaged 200 ways opens every
 /// time, delivers every intact record, and reports what was lost.

@@ -2,6 +2,7 @@ import EventLoop
 import Posix
 @testable import Spool
 import Testing
+import TestSupport
 
 @Suite("Spool append, replay, acknowledge")
 struct SpoolRoundTripTests {

@@ -1,5 +1,6 @@
 @testable import Spool
 import Testing
+import TestSupport
 
 @Suite("Spool framing and the recovery scanner")
 struct SpoolScanTests {

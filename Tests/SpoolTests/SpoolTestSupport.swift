@@ -107,21 +107,6 @@ extension SpoolOptions {
     }
 }
 
-/// A deterministic PRNG (SplitMix64) so that failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The message for record `index` of a test: its index in text, padded to a size that varies with it.
 func testMessage(_ index: Int) -> [UInt8] {
     Array("{\"seq\":\(index),\"v\":[".utf8) + [UInt8](repeating: 0x30 + UInt8(index % 10), count: 20 + index % 50)
