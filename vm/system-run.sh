@@ -29,7 +29,7 @@ T_SETUP=30          # both adapters on D-Bus, per btvirt attempt (a lost setup s
 BTVIRT_ATTEMPTS=3
 T_BLUETOOTHD=45
 T_PERIPHERAL=30
-T_INSTALL=180       # apt's steps: 25 s / 34-54 s / 28-36 s on a quiet host, 73 s and 118 s at load 14
+T_INSTALL=180       # apt's steps: install/upgrade/purge 31/32/30 s on a quiet host; up to 85/118/159 s under load
 T_START=60
 T_NOT_ALLOWED=60
 T_CONNECTED=90
@@ -40,7 +40,7 @@ T_REPLAY=60
 T_WATCHDOG=90
 T_STOP=20
 T_UPGRADE=240
-T_PURGE=180
+T_PURGE=240
 [ -f "$S/params" ] && . "$S/params"
 
 milestone() {
