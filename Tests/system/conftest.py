@@ -30,13 +30,14 @@ def system():
         cache = pathlib.Path(os.environ.get("SYSTEM_VM_CACHE", sysrun.ROOT / ".cache" / "system-vm"))
         bluez_cache = pathlib.Path(os.environ.get("BLUEZ_VM_CACHE", sysrun.ROOT / ".cache" / "bluez-vm"))
         work = pathlib.Path(os.environ.get("SYSTEM_VM_WORK", sysrun.ROOT / ".build" / "system-vm"))
-        timeout = int(os.environ.get("SYSTEM_VM_TIMEOUT", "600"))
+        timeout = int(os.environ.get("SYSTEM_VM_TIMEOUT", "1200"))
+        stall = int(os.environ.get("SYSTEM_VM_STALL", "300"))
         if os.environ.get("SYSTEM_VM_RECHECK") == "1":
             # Re-check the previous run's results without booting (for working on the checks themselves).
             RUN["run"] = sysrun.collect(work)
         else:
             deb = _deb()
-            run = sysrun.run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=timeout)
+            run = sysrun.run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=timeout, stall_s=stall)
             if run.failed in sysrun.RETRIED_MILESTONES:
                 # btvirt's controller setup sometimes never completes on a loaded host (vm/README.md): boot again.
                 RUN.setdefault("facts", []).append(f"  first boot failed at {run.failed} (btvirt controller "
@@ -45,7 +46,7 @@ def system():
                 if first.exists():
                     shutil.rmtree(first)
                 work.rename(first)
-                run = sysrun.run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=timeout)
+                run = sysrun.run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=timeout, stall_s=stall)
             RUN["run"] = run
     return RUN["run"]
 

@@ -23,8 +23,9 @@ import vmrun  # noqa: E402  (Message, collect: the share's layout is the same)
 MILESTONES = (
     ("vm_up", "systemd started the test driver"),
     ("systemd_up", "systemd PID 1, system running"),
-    ("controllers_present", "btvirt controllers present"),
     ("bluetoothd_up", "bluetooth.service on the bus"),
+    ("controllers_present", "btvirt controllers present"),
+    ("controllers_set_up", "controllers set up (adapters on D-Bus)"),
     ("controllers_up", "controllers powered"),
     ("advertising", "peripheral advertising"),
     ("broker_up", "mosquitto.service up"),
@@ -57,7 +58,7 @@ MILESTONES = (
 )
 
 # Failures of the virtual controllers' bring-up, before anything of ours runs: worth one more boot.
-RETRIED_MILESTONES = ("controllers_present", "bluetoothd_up", "controllers_up")
+RETRIED_MILESTONES = ("controllers_present", "controllers_set_up", "bluetoothd_up", "controllers_up")
 UPGRADE_SUFFIX = "+systest1"
 
 
@@ -122,7 +123,7 @@ def package_upgrade(bin_dir, deb, out_dir):
     return pathlib.Path(result.stdout.strip().splitlines()[-1])
 
 
-def run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=600, params=None):
+def run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=1200, stall_s=300, params=None):
     """Boots the VM with the package `deb` (and its higher-version twin) on the share; returns a `SystemRun`."""
     started = time.monotonic()
     cache = build_assets(cache, bluez_cache)
@@ -158,13 +159,27 @@ def run_vm(bin_dir, deb, work, cache, bluez_cache, timeout_s=600, params=None):
     boot = time.monotonic()
     qemu = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=open(work / "qemu.log", "w"),
                             stderr=subprocess.STDOUT)
-    timed_out = False
-    try:
-        exit_code = qemu.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        qemu.kill()
-        exit_code = qemu.wait(timeout=10)
+    # Every step in the VM is bounded by its own limit and fails with its name, so the host only has to catch a VM
+    # that stopped making progress (a hung kernel, a driver that never returns): no new milestone for `stall_s`
+    # (longer than the longest step's limit, T_UPGRADE) or, on a host so loaded that it crawls, `timeout_s` in all.
+    # A fixed 600 s limit killed a run at load 14 that was still progressing (vm/README.md).
+    progress = share / "results" / "milestones"
+    last_change, last_size = boot, -1
+    timed_out = None
+    while (exit_code := qemu.poll()) is None:
+        now = time.monotonic()
+        size = progress.stat().st_size if progress.exists() else 0
+        if size != last_size:
+            last_change, last_size = now, size
+        if now - last_change > stall_s:
+            timed_out = f"no new milestone for {stall_s} s"
+        elif now - boot > timeout_s:
+            timed_out = f"qemu ran longer than {timeout_s} s"
+        if timed_out:
+            qemu.kill()
+            exit_code = qemu.wait(timeout=10)
+            break
+        time.sleep(1)
     wall_s = time.monotonic() - boot
     return collect(work, exit_code=exit_code, timed_out=timed_out, wall_s=wall_s, assets_s=assets_s,
                    debs={"install": pathlib.Path(deb).name, "upgrade": upgrade.name})
@@ -181,8 +196,8 @@ def collect(work, debs=None, **kwargs):
 
 def report(run):
     """The milestone table: seconds since the VM's kernel started, and the step durations measured in the VM."""
-    lines = [f"system VM run: assets and packaging {run.assets_s:.1f} s, qemu {run.wall_s:.1f} s wall"
-             f"{' (TIMED OUT)' if run.timed_out else ''}"]
+    killed = f" (KILLED: {run.timed_out})" if isinstance(run.timed_out, str) else " (TIMED OUT)" if run.timed_out else ""
+    lines = [f"system VM run: assets and packaging {run.assets_s:.1f} s, qemu {run.wall_s:.1f} s wall{killed}"]
     uptime = run.text("uptime_at_vm_up").strip()
     base = run.milestones.get("vm_up")
     offset = float(uptime) if uptime else 0.0
@@ -200,6 +215,9 @@ def report(run):
     durations = ", ".join(f"{k.removesuffix('_s')} {v} s" for k, v in run.facts.items() if k.endswith("_s"))
     if durations:
         lines.append(f"  measured: {durations}")
+    if "btvirt_attempts" in run.facts:
+        lines.append(f"  btvirt started {run.facts['btvirt_attempts']} time(s) until both controllers were set up "
+                     f"(vm/FINDINGS.md S6)")
     score = run.security_score()
     lines.append(f"  systemd-analyze security empalinkd.service (running unit): "
                  f"{f'{score[0]} {score[1]}' if score else 'not measured'}")
