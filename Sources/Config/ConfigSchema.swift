@@ -116,8 +116,9 @@ public enum ConfigSchema {
         ConfigKey("spool.dir", .path(maxBytes: nil), default: .value(.string("/var/lib/empalink/spool")),
                   "Spool directory, created with mode 0700 if missing."),
         ConfigKey("spool.mode", .oneOf(["offline", "always"]), default: .value(.string("offline")),
-                  "`offline`: spool only what the broker cannot take now. `always`: write every message ahead "
-                      + "and delete it after the broker's acknowledgement."),
+                  "`offline`: spool only what the broker cannot take now. `always`: write every message ahead, "
+                      + "publish it live as soon as it is in its segment file, and delete it after the broker's "
+                      + "acknowledgement (replay only what was not acknowledged)."),
         ConfigKey("spool.max_bytes", .integer(1_048_576...1_099_511_627_776),
                   default: .value(.integer(268_435_456)),
                   "Most bytes on disk; then `on_full` decides."),
