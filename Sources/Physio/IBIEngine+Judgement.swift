@@ -162,7 +162,7 @@ extension IBIEngine {
     /// A pulse-like wave that is not a beat — a late diastolic wave of a slow heart, a vasomotor or contact bump —
     /// can cross the slope threshold a few tenths of a second before the real upstroke; the real pulse is then too
     /// early to follow it and would be dropped, and the false one becomes the chain's beat (e4-stresspredict S01,
-    /// ≈ 65 bpm: a pulse with a negative template correlation 0.3–0.45 s before Empatica's beat). When the last beat
+    /// ≈ 65 bpm: a pulse correlating −0.6 to +0.05 with the template 0.3–0.47 s before Empatica's beat). When the last beat
     /// failed the pulse checks and this one is shaped like the template (``IBIConfiguration/confirmingCorrelation``,
     /// the bar for a pulse with little else to speak for it) and is a plausible next beat after the one before, the
     /// pulse is the beat: of two candidates for one beat, the one that looks like a pulse. Only at rest (the caller
