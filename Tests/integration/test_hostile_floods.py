@@ -398,6 +398,8 @@ def test_mqtt_command_flood_is_answered_or_counted_and_never_stops_streaming(run
     errors = [r for r in results if r and r.get("ok") is False]
     assert errors and all(isinstance(r.get("error"), str) and r["error"] for r in errors)
     assert any("longer than 4096 bytes" in r["error"] for r in errors), "the 1 MB commands were not refused"
+    # The answers never took the in-flight window from the data: nothing had to wait in the spool.
+    assert metrics["spool"]["spooled"] == 0, f"{metrics['spool']['spooled']} data messages went through the spool"
     assert_streams_unbroken(run, "mqtt")
 
 
