@@ -99,7 +99,7 @@ extension BlueZClient {
                     let what = "AcquireNotify reply (\(values.map(\.signature).joined())) "
                         + "\(values.count == 2 ? "with MTU \(values[1].int64.map(String.init) ?? "?")" : "")"
                     self.malformed(what + " on " + characteristic)
-                    completion(.failure(DBusError(name: BlueZNames.Error.failed,
+                    completion(.failure(DBusError(name: BlueZNames.Error.malformedReply,
                                                   message: "malformed AcquireNotify reply: expected (h, q 23…517)")))
                     return
                 }
@@ -109,7 +109,7 @@ extension BlueZClient {
                 if let kind = Self.socketType(fd), kind != CInt(SOCK_SEQPACKET.rawValue) {
                     fd.close()
                     self.malformed("AcquireNotify fd of socket type \(kind) (not SOCK_SEQPACKET) on " + characteristic)
-                    completion(.failure(DBusError(name: BlueZNames.Error.failed,
+                    completion(.failure(DBusError(name: BlueZNames.Error.malformedReply,
                                                   message: "AcquireNotify fd is not a SOCK_SEQPACKET socket")))
                     return
                 }

@@ -111,11 +111,12 @@ def test_what_the_hostile_bluetoothd_sent_is_refused_and_counted(run):
     assert bluez["malformed_signals"] > 0, bluez  # device 3's signals of the wrong shape
     assert bluez["malformed_replies"] >= 3, bluez  # devices 4, 5 and 6: AcquireNotify
     devices = metrics["devices"]
-    # The absurd MTU, the stream socket and the pipe are refused (never read), and StartNotify is tried instead
-    # (which this bluetoothd refuses too while it holds the acquisition: the attempt fails and is retried later).
+    # The absurd MTU, the stream socket and the pipe are refused (never read); StopNotify releases what bluetoothd
+    # still holds, and the wristband streams through StartNotify instead.
     for k in (4, 5, 6):
         device = devices.get(serial(k))
         assert device and device["notify_fallbacks"] > 0 and device["notify_acquired"] == 0, (k, device)
+        assert device["rx_packets"] > 0 and device["status"] == "connected", (k, device)
     # 4000-byte notifications: each one a counted decode error.
     assert devices[serial(7)]["decode_errors"] > 0, devices[serial(7)]
     # The wrong-typed device can never be identified, so it is never connected.
