@@ -23,7 +23,7 @@ import time
 import paho.mqtt.client as mqtt
 import pytest
 
-from agent_rig import Rig, serial, stop, wait_until
+from agent_rig import PREFIX, Rig, serial, stop, wait_until
 from consumer_rig import LineClient, start_e4_server
 
 # The agent's resident set never passes this during the floods (debug build; measured peak in Docs/security.md).
@@ -31,6 +31,8 @@ RSS_BOUND_KIB = 64 * 1024
 # e4-server's, likewise.
 E4_RSS_BOUND_KIB = 64 * 1024
 COMMANDS = 10_000
+# The longest pause allowed between two BVP messages of a healthy wristband during a flood.
+STALL_S = 5.0
 # The broker must not drop what the flood sends (mosquitto's default queue is 1000 messages per client), so that
 # every command reaches the agent and every answer the test's subscriber.
 BROKER = "max_queued_messages 0\nmax_inflight_messages 0\n"
@@ -156,6 +158,11 @@ def run():
     with Rig(devices=2, seed=21, broker_extra=BROKER) as rig:
         rig.start_agent(rig.config_text([1, 2], batch_ms=200, metrics_interval_s=1, mqtt_commands=True))
         assert rig.wait_connected(1) and rig.wait_connected(2), rig.agent_log_text()
+        # The recording subscriber need not receive the flood itself (10 000 commands, 4 MB): everything under
+        # P/A but P/A/cmd, so that the arrival times it takes are the agent's, not a busy Python thread's.
+        rig.subscriber.client.unsubscribe(f"{PREFIX}/#")
+        rig.subscriber.client.subscribe([(rig.topic(name), 1) for name in ("status", "devices", "metrics")]
+                                        + [(rig.topic("+", "+"), 1)])
         time.sleep(1.0)
         agent_rss = RSSWatch(rig.agent.pid)
         record["rss_start"] = agent_rss.peak
@@ -373,7 +380,8 @@ def assert_streams_unbroken(run, phase):
             f"device {k}: {len(during)} BVP messages in the {end - start:.1f} s of the {phase} flood"
         gaps = [b - a for a, b in zip([start] + during, during + [end])]
         worst = max(range(len(gaps)), key=lambda i: gaps[i])
-        assert max(gaps) < 3.0, (f"device {k}: BVP stalled {max(gaps):.1f} s during the {phase} flood, "
+        # Arrival at the test's subscriber, on the same 2 cores as the floods: a 200 ms batch, plus scheduling.
+        assert max(gaps) < STALL_S, (f"device {k}: BVP stalled {max(gaps):.1f} s during the {phase} flood, "
                                  f"{([start] + during)[worst] - start:.1f} s into it")
 
 
