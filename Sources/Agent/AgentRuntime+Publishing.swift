@@ -103,7 +103,24 @@ extension AgentRuntime {
                                                         repeating: .seconds(Int64(seconds))) { [unowned self] in
             self.publishMetrics()
             self.publishDevices()
+            self.reportMalformedBlueZ()
         }
+    }
+
+    /// One journal line per metrics interval, only when BlueZ (or whatever owns `org.bluez`) sent something without
+    /// BlueZ's shape since the last one: how much of each kind, and the latest (SPEC §12: never trust a peer).
+    func reportMalformedBlueZ() {
+        guard let api = self.api else { return }
+        let now = (api.malformedIdentifiers, api.malformedSignals, api.malformedReplies)
+        let last = self.reportedMalformed
+        guard now != last else { return }
+        self.reportedMalformed = now
+        // A new bus connection starts from zero again.
+        guard now.0 >= last.0, now.1 >= last.1, now.2 >= last.2 else { return }
+        self.logger.warn("org.bluez sent what BlueZ does not: \(now.0 - last.0) malformed identifiers, "
+                             + "\(now.1 - last.1) malformed signals, \(now.2 - last.2) malformed replies (latest: "
+                             + "\(api.lastMalformed ?? "an identifier that does not parse")); ignored",
+                         ["COMPONENT": "bluez"])
     }
 
     /// `P/A/metrics`.
@@ -170,6 +187,27 @@ extension AgentRuntime {
                 ("control_waiting", String(self.outbox.control.count)),
             ])),
             ("spool", self.spoolMetricsJSON()),
+            ("control", self.controlMetricsJSON()),
+            ("bluez", Self.object([
+                ("malformed_identifiers", String(self.api?.malformedIdentifiers ?? 0)),
+                ("malformed_signals", String(self.api?.malformedSignals ?? 0)),
+                ("malformed_replies", String(self.api?.malformedReplies ?? 0)),
+            ])),
+        ])
+    }
+
+    /// The metrics' `control`: what the command topic and the control socket received and refused.
+    func controlMetricsJSON() -> String {
+        let socket = self.control?.counters ?? ControlServer.Counters()
+        return Self.object([
+            ("mqtt_commands", String(self.controlCounters.mqttCommands)),
+            ("mqtt_rejected", String(self.controlCounters.mqttRejected)),
+            ("socket_requests", String(socket.requests)),
+            ("socket_rejected", String(self.controlCounters.socketRejected)),
+            ("socket_busy", String(socket.busy)),
+            ("socket_overlong", String(socket.overlong)),
+            ("socket_timeouts", String(socket.timeouts)),
+            ("socket_abandoned", String(socket.abandoned)),
         ])
     }
 }

@@ -49,6 +49,13 @@ public final class AgentRuntime {
     /// Journal budgets for refused commands and rescans (`AgentRuntime+Commands.swift`).
     var rejectedCommandLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
     var rescanLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
+    /// Mode changes reach the journal at most this often too: a flood of valid, alternating mode commands is a
+    /// flood of lines otherwise.
+    var modeLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
+    /// Commands received and refused, for the metrics' `control`.
+    var controlCounters = ControlCounters()
+    /// BlueZ's malformed identifiers, signals and replies as last reported in the journal.
+    var reportedMalformed: (UInt64, UInt64, UInt64) = (0, 0, 0)
 
     /// Whether each notification is published at once (batch interval 0).
     var flushEveryNotification: Bool { self.batchMilliseconds == 0 }

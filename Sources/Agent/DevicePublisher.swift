@@ -25,6 +25,8 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     /// `"sid":"…"` of the current session, preformatted.
     var sidField: [UInt8] = []
     var sid = ""
+    /// Whether ``sid`` was drawn when the current attempt began (`connecting`), so `connected` keeps it.
+    var sessionDrawnForAttempt = false
     /// The retained `P/A/S/status` as last published, so an unchanged one is not sent again.
     var publishedStatus = ""
     /// The status `statusSince` belongs to, and when it began (seconds since 1970).
@@ -121,10 +123,18 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     }
 
     func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {
-        if status == .connected {
+        // The session starts with the attempt: the wristband may stream before the status says connected (the
+        // rest of its profile is still being set up), and a batch flushed then belongs to this session too.
+        // Drawing the sid at `connected` published that first batch under a session of its own (issue #21).
+        if status == .connecting {
             self.newSession()
+            self.sessionDrawnForAttempt = true
+        } else if status == .connected {
+            if !self.sessionDrawnForAttempt { self.newSession() }
+            self.sessionDrawnForAttempt = false
         } else if status == .disconnected || status == .disconnecting {
             self.flushAll()
+            self.sessionDrawnForAttempt = false
         }
         self.host.deviceStatusChanged(device)
     }

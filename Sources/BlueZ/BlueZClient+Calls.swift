@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import DBus
 import Posix
 
@@ -86,14 +89,30 @@ extension BlueZClient {
             case .failure(let error):
                 completion(.failure(error))
             case .success(let values):
-                guard values.count == 2, case .unixFD(let raw) = values[0], let mtu = values[1].int64 else {
+                // BlueZ answers (h, q): the fd and the negotiated ATT MTU, 23…517. The MTU sizes the receive
+                // buffer, so a value outside ATT's range is refused, not trusted (2^63 would be an allocation).
+                guard values.count == 2, case .unixFD(let raw) = values[0],
+                      case .uint16(let mtu) = values[1].unwrapped, Self.attMTURange.contains(Int(mtu))
+                else {
                     // Never leak a descriptor from a malformed reply.
                     for case .unixFD(let raw) in values { FileDescriptor(rawValue: raw).close() }
-                    completion(.failure(DBusError(name: BlueZNames.Error.failed,
-                                                  message: "malformed AcquireNotify reply")))
+                    let what = "AcquireNotify reply (\(values.map(\.signature).joined())) "
+                        + "\(values.count == 2 ? "with MTU \(values[1].int64.map(String.init) ?? "?")" : "")"
+                    self.malformed(what + " on " + characteristic)
+                    completion(.failure(DBusError(name: BlueZNames.Error.malformedReply,
+                                                  message: "malformed AcquireNotify reply: expected (h, q 23…517)")))
                     return
                 }
                 let fd = FileDescriptor(rawValue: raw)
+                // One read is one notification only on a SOCK_SEQPACKET socket (what bluetoothd hands out): a stream
+                // socket, a pipe or a file would run notifications together or never end.
+                if let kind = Self.socketType(fd), kind != CInt(SOCK_SEQPACKET.rawValue) {
+                    fd.close()
+                    self.malformed("AcquireNotify fd of socket type \(kind) (not SOCK_SEQPACKET) on " + characteristic)
+                    completion(.failure(DBusError(name: BlueZNames.Error.malformedReply,
+                                                  message: "AcquireNotify fd is not a SOCK_SEQPACKET socket")))
+                    return
+                }
                 do {
                     try fd.setNonBlocking(true)
                     try fd.setCloseOnExec(true)
@@ -105,6 +124,20 @@ extension BlueZClient {
                 completion(.success((fd, Int(clamping: mtu))))
             }
         }
+    }
+
+    /// ATT's MTU range: 23 (the minimum) to 517 (`BT_ATT_MAX_LE_MTU`).
+    static let attMTURange = 23...517
+
+    /// `SO_TYPE` of `fd`, or -1 when it is not a socket at all (a pipe, a file); `nil` only if `getsockopt` fails
+    /// otherwise.
+    static func socketType(_ fd: FileDescriptor) -> CInt? {
+        var kind: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        guard getsockopt(fd.rawValue, SOL_SOCKET, SO_TYPE, &kind, &length) == 0 else {
+            return errno == ENOTSOCK ? -1 : nil
+        }
+        return kind
     }
 
     /// Starts notifications delivered as `PropertiesChanged(Value)` (the fallback when AcquireNotify is refused).

@@ -16,6 +16,12 @@ public final class BlueZClient {
     public private(set) var isAvailable = false
     /// BlueZ's current unique bus name.
     public private(set) var owner: String?
+    /// Replies to our calls that do not have BlueZ's shape (a `GetManagedObjects` that is no `a{oa{sa{sv}}}`, an
+    /// `AcquireNotify` without an fd, with an MTU outside 23…517 or a socket that is not `SOCK_SEQPACKET`, …):
+    /// refused, never trusted, and counted here (the agent's metrics `bluez`).
+    public internal(set) var malformedReplies: UInt64 = 0
+    /// What the latest malformed reply (or signal, see ``BlueZObjectCache/malformedSignals``) was, for the journal.
+    public internal(set) var lastMalformed: String?
 
     /// Called on the loop thread for every change.
     public var onEvent: ((BlueZEvent) -> Void)?
@@ -75,17 +81,32 @@ public final class BlueZClient {
             guard let self, generation == self.generation else { return }
             switch result {
             case .success(let values):
-                guard let first = values.first, self.cache.load(managedObjects: first) else { return }
+                guard let first = values.first, self.cache.load(managedObjects: first) else {
+                    // Not BlueZ's shape: counted, and asked again (a second later, as after a failure).
+                    self.malformed("GetManagedObjects reply of signature \(values.map(\.signature).joined())")
+                    self.retrySnapshot(generation)
+                    return
+                }
                 self.isAvailable = true
                 self.onEvent?(.available)
             case .failure:
                 // BlueZ is starting up or went away again; the next owner change retries.
-                _ = try? self.connection.loop.scheduleTimer(after: .seconds(1)) { [weak self] in
-                    guard let self, generation == self.generation, self.owner != nil else { return }
-                    self.loadSnapshot()
-                }
+                self.retrySnapshot(generation)
             }
         }
+    }
+
+    func retrySnapshot(_ generation: Int) {
+        _ = try? self.connection.loop.scheduleTimer(after: .seconds(1)) { [weak self] in
+            guard let self, generation == self.generation, self.owner != nil else { return }
+            self.loadSnapshot()
+        }
+    }
+
+    /// Counts a reply that is not BlueZ's shape and remembers what it was.
+    func malformed(_ what: String) {
+        self.malformedReplies &+= 1
+        self.lastMalformed = what
     }
 
     func handleObjectManager(_ message: DBusMessage) {
@@ -95,10 +116,14 @@ public final class BlueZClient {
         case "InterfacesAdded":
             if let (path, interfaces) = self.cache.interfacesAdded(arguments) {
                 self.onEvent?(.interfacesAdded(path: path, interfaces: interfaces))
+            } else {
+                self.lastMalformed = "InterfacesAdded of signature \(arguments.map(\.signature).joined())"
             }
         case "InterfacesRemoved":
             if let (path, interfaces) = self.cache.interfacesRemoved(arguments) {
                 self.onEvent?(.interfacesRemoved(path: path, interfaces: interfaces))
+            } else {
+                self.lastMalformed = "InterfacesRemoved of signature \(arguments.map(\.signature).joined())"
             }
         default:
             break

@@ -148,6 +148,12 @@ public final class EmpaticaAPI {
 
     /// Addresses and UUIDs BlueZ sent that did not parse, ignored (for metrics).
     public var malformedIdentifiers: UInt64 { self.bluez.cache.malformedIdentifiers }
+    /// BlueZ signals without BlueZ's shape (wrong argument count or types), dropped (for metrics).
+    public var malformedSignals: UInt64 { self.bluez.cache.malformedSignals }
+    /// Replies to our BlueZ calls without BlueZ's shape, refused (for metrics).
+    public var malformedReplies: UInt64 { self.bluez.malformedReplies }
+    /// What the latest malformed reply or signal was, for the journal.
+    public var lastMalformed: String? { self.bluez.lastMalformed }
 
     var adapterPath: String { BlueZNames.root + "/" + self.options.adapter }
 

@@ -70,21 +70,36 @@ extension EmpaticaDeviceManager {
                 case .success(let (fd, mtu)):
                     self.counters.acquiredNotifications &+= 1
                     if self.open(channel, fd: fd, mtu: mtu, attempt: attempt) { subscribed() }
-                case .failure:
+                case .failure(let error):
                     // AcquireNotify refused (older BlueZ, another client holds it): notifications as
                     // PropertiesChanged(Value) instead.
                     self.counters.startNotifyFallbacks &+= 1
                     self.valueSubscriptions[path] = channel
-                    api.bluez.startNotify(characteristic: path) { [weak self] result in
-                        guard let self, self.lifecycle.isCurrent(attempt) else { return }
-                        if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
-                            self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
-                            return
-                        }
-                        subscribed()
+                    let startNotify: () -> Void = { [weak self] in
+                        self?.startNotifyFallback(path, attempt: attempt, subscribed: subscribed)
                     }
+                    guard error.name == BlueZNames.Error.malformedReply else {
+                        startNotify()
+                        return
+                    }
+                    // We refused what BlueZ handed out, but it may still hold the acquisition (and would refuse
+                    // StartNotify with "Notify acquired"): StopNotify releases it first, whatever it answers.
+                    api.bluez.stopNotify(characteristic: path) { _ in startNotify() }
                 }
             }
+        }
+    }
+
+    /// The `StartNotify` half of the fallback; a failure other than `InProgress` fails the attempt.
+    func startNotifyFallback(_ path: String, attempt: UInt64, subscribed: @escaping () -> Void) {
+        guard let api = self.api, self.lifecycle.isCurrent(attempt) else { return }
+        api.bluez.startNotify(characteristic: path) { [weak self] result in
+            guard let self, self.lifecycle.isCurrent(attempt) else { return }
+            if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
+                self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
+                return
+            }
+            subscribed()
         }
     }
 

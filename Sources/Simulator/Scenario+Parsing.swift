@@ -40,9 +40,11 @@ extension Scenario {
                 for item in try Self.tables(entry.value, "fault") {
                     scenario.faults.append(try Self.fault(item, at: entry.value.position))
                 }
+            case "hostile":
+                for item in try Self.tables(entry.value, "hostile") { scenario.hostile.append(try Self.hostile(item)) }
             default:
                 throw ScenarioError(
-                    "unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault)",
+                    "unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault, hostile)",
                     at: entry.keyPosition)
             }
         }
@@ -180,14 +182,14 @@ extension Scenario {
 
     // MARK: Typed values
 
-    private static func table(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> TOMLTable {
+    static func table(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> TOMLTable {
         guard case .table(let table) = value.kind else {
             throw ScenarioError("'\(name)' must be a table, found \(value.typeName)", at: value.position)
         }
         return table
     }
 
-    private static func tables(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> [TOMLTable] {
+    static func tables(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> [TOMLTable] {
         guard case .array(let items) = value.kind else {
             throw ScenarioError("'\(name)' must be an array of tables ([[\(name)]]), found \(value.typeName)",
                                 at: value.position)
@@ -199,7 +201,7 @@ extension Scenario {
         return out
     }
 
-    private static func number(_ value: TOMLValue, _ key: String, in range: ClosedRange<Double>)
+    static func number(_ value: TOMLValue, _ key: String, in range: ClosedRange<Double>)
         throws(ScenarioError) -> Double
     {
         let number: Double
@@ -214,7 +216,7 @@ extension Scenario {
         return number
     }
 
-    private static func integer(_ value: TOMLValue, _ key: String, in range: ClosedRange<Int64>)
+    static func integer(_ value: TOMLValue, _ key: String, in range: ClosedRange<Int64>)
         throws(ScenarioError) -> Int64
     {
         guard case .integer(let i) = value.kind else {
@@ -226,7 +228,7 @@ extension Scenario {
         return i
     }
 
-    private static func boolean(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> Bool {
+    static func boolean(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> Bool {
         guard case .boolean(let b) = value.kind else {
             throw ScenarioError("'\(key)' must be true or false, found \(value.typeName)", at: value.position)
         }
@@ -251,7 +253,7 @@ extension Scenario {
         return out
     }
 
-    private static func string(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> String {
+    static func string(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> String {
         guard case .string(let s) = value.kind else {
             throw ScenarioError("'\(key)' must be a string, found \(value.typeName)", at: value.position)
         }

@@ -13,6 +13,8 @@ public struct Scenario: Hashable, Sendable {
     /// Devices whose override sets `heart_rate`; the others keep the rate drawn from ``heartRateRange``.
     public var explicitHeartRates: Set<Int> = []
     public var faults: [ScheduledFault] = []
+    /// Wristbands whose bluetoothd breaks BlueZ's contract (`[[hostile]]`, Scenario+Hostile.swift).
+    public var hostile: [HostileBehaviour] = []
 
     public init() {}
 }

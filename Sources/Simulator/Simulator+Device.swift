@@ -6,7 +6,8 @@ extension Simulator {
 
     func exportDevice(_ device: SimulatedDevice, withRSSI: Bool) {
         guard let connection = self.bluez else { return }
-        let interface = DBusInterface(name: Simulator.deviceInterface, properties: [
+        let hostileProperties = self.hostile(device)?.wrongTypes == true ? Self.wrongTypedDeviceProperties(device) : nil
+        let interface = DBusInterface(name: Simulator.deviceInterface, properties: hostileProperties ?? [
             ("Address", DBusProperty(.string(device.addressString))),
             ("AddressType", DBusProperty(.string("public"))),
             ("Name", DBusProperty(.string(device.name))),

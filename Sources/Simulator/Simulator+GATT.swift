@@ -144,6 +144,7 @@ extension Simulator {
         guard characteristic.notifyFD == nil else { return call.fail(BlueZError.notPermitted("Notify acquired")) }
         guard characteristic.notifyClients.isEmpty else { return call.fail(BlueZError.inProgress) }
         guard characteristic.canNotify else { return call.fail(BlueZError.notSupported) }
+        if self.hostileAcquireNotify(characteristic, device, call) { return }
         let theirs: FileDescriptor
         switch characteristic.openNotifySocket(owner: call.sender, on: self.loop, onEvent: { [weak self] in
             self?.notifySocketEvent($0)

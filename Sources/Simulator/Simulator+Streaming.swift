@@ -24,6 +24,7 @@ extension Simulator: PacketEmitter {
 
     /// Sends one notification to the acquired fd and to the `StartNotify` clients.
     func transmit(_ device: SimulatedDevice, _ characteristic: SimulatedCharacteristic, _ bytes: E4PacketBytes) {
+        if self.transmitOversized(device, characteristic, bytes) { return }
         switch characteristic.sendOnNotifySocket(bytes) {
         case nil, EINTR?: break
         case EAGAIN?: device.overflowed += 1

@@ -61,6 +61,9 @@ public final class Simulator {
     var restartTimer: TimerHandle?
     var truths: [Int: TruthRecorder] = [:]
     var stopped = false
+    /// `[[hostile]]` behaviour by device index, and its timers (Simulator+Hostile.swift).
+    var hostileDevices: [Int: HostileBehaviour] = [:]
+    var hostileTimers: [TimerHandle] = []
 
     /// Creates the simulator; call ``start()`` on the loop's thread.
     ///
@@ -165,6 +168,7 @@ public final class Simulator {
                     _ = self?.apply(fault.action)
                 })
             }
+            try self.startHostile()
         } catch {
             throw SimulatorError("cannot schedule timers: \(error)")
         }
@@ -178,6 +182,7 @@ public final class Simulator {
         for timer in [self.tickTimer, self.secondTimer, self.powerTimer, self.restartTimer].compactMap({ $0 }) {
             _ = self.loop.cancel(timer)
         }
+        self.stopHostile()
         for timer in self.faultTimers { _ = self.loop.cancel(timer) }
         self.bringBlueZDown()
         self.control?.close()

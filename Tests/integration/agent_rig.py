@@ -98,7 +98,7 @@ class Message:
         self.arrival = arrival
         try:
             self.json = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: deeply nested input (the hostile-flood tests)
             self.json = None
 
     def __repr__(self):
@@ -194,8 +194,9 @@ class NotifySocket:
 class Rig:
     """dbus-daemon + empalink-sim + mosquitto + subscriber, and empalinkd on demand. Use as a context manager."""
 
-    def __init__(self, devices=3, seed=7, notify=False, scenario=SCENARIO):
+    def __init__(self, devices=3, seed=7, notify=False, scenario=SCENARIO, broker_extra=""):
         self.scenario = scenario
+        self.broker_extra = broker_extra
         self.bin = bin_dir()
         for name in ("empalinkd", "empalinkctl", "empalink-sim"):
             if not (self.bin / name).exists():
@@ -307,7 +308,7 @@ class Rig:
             f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
             # Run as ourselves: mosquitto started as root otherwise switches to its own user, and a change of
             # credentials clears the parent-death signal (DIE_WITH_PARENT).
-            f"user {pwd.getpwuid(os.geteuid()).pw_name}\n")
+            f"user {pwd.getpwuid(os.geteuid()).pw_name}\n{self.broker_extra}")
         broker = self._spawn(["mosquitto", "-c", str(self.tmp / "mosquitto.conf")], "mosquitto.log")
 
         def listening():
