@@ -116,7 +116,9 @@ extension AgentRuntime {
             self.nextFlush = Self.flushDue(after: now, milliseconds: milliseconds)
         }
         var published = false
-        for publisher in self.publishers.values where publisher.flushAll() { published = true }
+        self.mqtt.coalescingWrites {
+            for publisher in self.publishers.values where publisher.flushAll() { published = true }
+        }
         if !published && drained == 0, let timer = self.flushTimer {
             self.loop.cancel(timer)
             self.flushTimer = nil

@@ -14,6 +14,8 @@
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -129,3 +131,9 @@ typedef struct {
 /// when the socket has `SO_TIMESTAMPNS` on. Any descriptor a peer passes with the datagram is closed at once (a
 /// plain `read` discards them too); other control messages are ignored.
 clinux_timestamped_datagram clinux_receive_timestamped(int fd, void *buffer, size_t length);
+
+/// `TCP_CORK` on (1) or off (0): while on, the kernel holds partial segments back and sends full ones; turning it
+/// off sends what is held at once.
+static inline int clinux_set_tcp_cork(int fd, int on) {
+    return setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+}
