@@ -16,6 +16,9 @@ from agent_rig import Rig, serial, wait_until
 
 DEVICES = (1, 2)
 SAMPLED = {"bvp": 64, "acc": 32, "gsr": 4, "temp": 4}
+# The first packet of a stream anchors its clock at its arrival; when the simulator sent it late (a loaded machine),
+# the next packet that comes on time moves the anchor back (SPEC §8). The checks start after that settling.
+SETTLE_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +74,8 @@ def test_every_sample_keeps_its_time_within_a_sample_of_the_truth(run, stream):
         rows = [row for row in run["truth"][k][stream] if row["session"] == "1"]
         samples = [(m.json["t"] + i / fs) for m in messages_of(run, k, stream) for i in range(len(m.json["v"]))]
         assert len(samples) >= fs * 20, f"{serial(k)}/{stream}: {len(samples)} samples"
-        worst = max(abs(t - float(row["t"])) for t, row in zip(samples, rows))
+        pairs = list(zip(samples, rows))[int(SETTLE_S * fs):]
+        worst = max(abs(t - float(row["t"])) for t, row in pairs)
         assert worst <= 1 / fs, f"{serial(k)}/{stream}: a timestamp {worst * 1000:.1f} ms from the truth"
 
 
@@ -82,9 +86,11 @@ def test_published_times_never_run_back_and_the_clock_is_not_reanchored(run, str
     fs = SAMPLED[stream]
     for k in DEVICES:
         previous_end = None
-        for message in messages_of(run, k, stream):
+        messages = messages_of(run, k, stream)
+        start = messages[0].json["t"]
+        for message in messages:
             body = message.json
-            if previous_end is not None:
+            if previous_end is not None and body["t"] >= start + SETTLE_S:
                 assert body["t"] >= previous_end - 0.5 / fs, \
                     f"{serial(k)}/{stream} seq {body['seq']} starts {previous_end - body['t']:.3f} s before the last"
             previous_end = body["t"] + len(body["v"]) / fs
