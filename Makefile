@@ -122,7 +122,8 @@ bench: apt-deps
 	.build/release/empalink-bench --json .build/bench.json
 	$(MAKE) bench-daemon
 
-## bench-daemon: the release daemon against empalink-sim and mosquitto, 1/5/10/20 wristbands (about 6 minutes).
+## bench-daemon: the release daemon against empalink-sim and mosquitto, 1/5/10/20 wristbands, a background-mode run
+## and the bleak + paho peer forwarder (bench/daemon/peer_forwarder.py) on the same load (about 9 minutes).
 ## BENCH_DAEMON_ARGS="--devices 5 --batch 0 --idle-seconds 0 --rss-files 12" runs one case and shows its memory.
 BENCH_DAEMON_ARGS ?=
 bench-daemon: deps static-libstdc++

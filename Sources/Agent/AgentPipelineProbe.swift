@@ -113,8 +113,10 @@ public final class AgentPipelineProbe {
         self.streams.receive(stream, packet, arrival: arrival, into: &sink)
     }
 
-    /// One firing of the batch timer (`batch_ms`): every pending batch is formatted and published.
+    /// One firing of the batch timer (`batch_ms`) when the interval is up: every pending batch is formatted and
+    /// published. (A `batch_ms` over 5 s also ticks in between, only to drain the sockets.)
     public func flushTick() {
+        self.runtime.nextFlush = MonotonicInstant(nanoseconds: 0)
         self.runtime.flushTick()
     }
 

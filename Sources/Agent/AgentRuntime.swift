@@ -36,6 +36,8 @@ public final class AgentRuntime {
     var enabledStreams: Set<StreamKind>
     var mode: AgentConfiguration.PowerMode
     var flushTimer: TimerHandle?
+    /// When the next flush tick publishes (ticks in between only drain; ``AgentRuntime/maximumReadDeferral``).
+    var nextFlush = MonotonicInstant(nanoseconds: 0)
     var metricsTimer: TimerHandle?
     var busRetryTimer: TimerHandle?
     var control: ControlServer?
@@ -178,6 +180,8 @@ public final class AgentRuntime {
                 self.retryBus()
             }
             api.scanPolicy = { [unowned self] in self.needsDiscovery() }
+            api.defersNotificationReads = self.batchMilliseconds > 0
+            api.onNotificationsPending = { [unowned self] in self.armFlush() }
             api.onWatchdog = { [unowned self] action, reason in
                 self.logger.warn("Bluetooth watchdog: \(action.rawValue) (\(reason))", ["WATCHDOG": action.rawValue])
             }

@@ -107,7 +107,8 @@ public enum ConfigSchema {
                   })),
                   "Streams published per device."),
         ConfigKey("publish.batch_ms", .integer(0...60_000), default: .value(.integer(250)),
-                  "In active mode, milliseconds of samples per message (0: one message per notification)."),
+                  "In active mode, milliseconds of samples per message (0: one message per notification). "
+                      + "Above 0 the notification sockets are read once per batch, not per notification."),
         ConfigKey("publish.background_batch_ms", .integer(0...600_000), default: .value(.integer(2000)),
                   "In background mode, milliseconds of samples per message."),
         ConfigKey("publish.metrics_interval_s", .integer(0...86400), default: .value(.integer(10)),

@@ -99,6 +99,16 @@ public final class EmpaticaAPI {
 
     /// Every device a profile recognised, by BlueZ object path.
     var devicesByPath: [String: EmpaticaDeviceManager] = [:]
+    /// Whether notification sockets are read at ``drainNotifications()`` (the batch tick) rather than as each
+    /// notification arrives (``EmpaticaAPI+Reads.swift``).
+    public var defersNotificationReads = false {
+        didSet {
+            guard oldValue != self.defersNotificationReads else { return }
+            for device in self.devicesByPath.values { device.applyReadMode() }
+        }
+    }
+    /// Called when notifications wait in a socket and nothing drains them yet (reads deferred, wake-ups armed).
+    public var onNotificationsPending: (() -> Void)?
 
     /// Creates the API on `loop`, connected to the bus of ``Options/busAddress``.
     ///

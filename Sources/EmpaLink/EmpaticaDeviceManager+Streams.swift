@@ -125,13 +125,14 @@ extension EmpaticaDeviceManager {
             self.handle(.stepFailed(attempt: attempt, .bluez(name: BlueZNames.Error.failed, message: message)))
             return false
         }
-        reader.onNotification = { [unowned self] bytes in
-            self.receive(channel, bytes)
+        reader.onNotification = { [unowned self] bytes, arrival in
+            self.receive(channel, bytes, arrival: arrival)
         }
         reader.onClose = { [weak self] _ in
             // BlueZ closes every socket when the link drops; one hang-up is enough to start over.
             self?.handle(.streamClosed)
         }
+        self.configureReads(reader)
         self.streams.append(reader)
         return true
     }
@@ -172,7 +173,7 @@ extension EmpaticaDeviceManager {
             guard let characteristic = present.first(where: { $0.uuid == wanted.uuid }) else { continue }
             api.bluez.readValue(characteristic: characteristic.path) { [weak self] result in
                 guard let self, case .success(let bytes) = result else { return }
-                bytes.withUnsafeBytes { self.receive(channel, $0) }
+                bytes.withUnsafeBytes { self.receive(channel, $0, arrival: Self.now()) }
             }
         }
     }
@@ -181,6 +182,7 @@ extension EmpaticaDeviceManager {
         let open = self.streams
         self.streams = []
         for stream in open {
+            self.retiredReads += Self.statistics(of: stream)
             stream.onClose = nil
             stream.close()
         }
@@ -197,7 +199,8 @@ extension EmpaticaDeviceManager {
         guard let channel = self.valueSubscriptions[path], self.deviceStatus == .connected,
               let value = self.api?.bluez.cache.properties(path, BlueZNames.gattCharacteristic)?["Value"]?.bytes
         else { return }
-        value.withUnsafeBytes { self.receive(channel, $0) }
+        // D-Bus gives no kernel time: the notification is stamped when its signal is handled, as it always was.
+        value.withUnsafeBytes { self.receive(channel, $0, arrival: Self.now()) }
     }
 
     /// Wall-clock time in seconds since 1970.
@@ -209,11 +212,11 @@ extension EmpaticaDeviceManager {
 
     // MARK: Decoding (the hot path: no allocation)
 
-    /// One value of the characteristic at `channel` of the profile.
-    func receive(_ channel: Int, _ bytes: UnsafeRawBufferPointer) {
+    /// One value of the characteristic at `channel` of the profile, which arrived at `arrival` (seconds since 1970:
+    /// the kernel's time for a notification socket, the handling time for D-Bus).
+    func receive(_ channel: Int, _ bytes: UnsafeRawBufferPointer, arrival: Double) {
         guard self.channels.indices.contains(channel) else { return }
         self.counters.notifications &+= 1
-        let arrival = Self.now()
         self.rawTap?(self.channels[channel].uuid, bytes, arrival)
         var sink = DelegateSink(device: self)
         self.decoder.receive(channel: channel, bytes, arrival: arrival, into: &sink)

@@ -80,6 +80,8 @@ public final class EmpaticaDeviceManager {
     /// connection to a device already connected would break both).
     public var isLinkUp: Bool { self.api?.bluez.device(at: self.path)?.connected == true }
     var streams: [NotificationStream] = []
+    /// Read statistics of the streams closed so far (``notificationReads``).
+    var retiredReads = NotificationReadStatistics()
     /// Characteristics subscribed through StartNotify, by path, with their channel.
     var valueSubscriptions: [String: Int] = [:]
     /// The profile's characteristics, by channel (read once: a profile may compute them).
