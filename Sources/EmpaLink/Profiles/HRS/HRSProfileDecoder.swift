@@ -72,7 +72,8 @@ final class HRSProfileDecoder: ProfileDecoder {
         }
         // Without contact the sensor measures nothing: time passing is not beats lost, and the next chain starts anew.
         if value.contact == .notDetected { self.chainEnd = nil }
-        sink.heartRate(Float(value.heartRate), at: arrival)
+        // 0 bpm, which straps send while they measure nothing, is no heart rate.
+        if value.heartRate > 0 { sink.heartRate(Float(value.heartRate), at: arrival) }
         guard value.rrCount > 0 else { return }
         var covered = 0.0
         for index in 0..<value.rrCount {
