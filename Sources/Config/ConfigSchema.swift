@@ -111,7 +111,7 @@ public enum ConfigSchema {
                   default: .value(.array(ConfigSchema.streams.map {
                       TOMLValue(.string($0), at: SourcePosition(line: 0, column: 0))
                   })),
-                  "Streams published per device."),
+                  "Streams published per device (`contact`: heart-rate sensors only)."),
         ConfigKey("publish.batch_ms", .integer(0...60_000), default: .value(.integer(250)),
                   "In active mode, milliseconds of samples per message (0: one message per notification)."),
         ConfigKey("publish.background_batch_ms", .integer(0...600_000), default: .value(.integer(2000)),
