@@ -122,8 +122,8 @@ public enum SimulatorCommand {
         }
         if options.peripheral {
             guard options.adapter != nil else { return .failure(.init("--peripheral needs --adapter hciN")) }
-            guard options.devices == 1 else {
-                return .failure(.init("--peripheral serves exactly one wristband (--devices 1)"))
+            guard options.devices + options.heartRateStraps == 1 else {
+                return .failure(.init("--peripheral serves exactly one device (--devices 1, or --devices 0 --hrs 1)"))
             }
             if options.bus == .session {
                 return .failure(.init("--peripheral talks to bluetoothd: use --system (the default) or --bus"))
@@ -236,7 +236,7 @@ public enum SimulatorCommand {
             busAddress: address, adapter: options.adapter ?? "hci0", seed: options.seed, scenario: scenario,
             truthDirectory: options.truthDirectory,
             adapterTimeout: .milliseconds(Int64((options.adapterTimeout * 1000).rounded())), loop: loop,
-            logger: logger)
+            logger: logger, kind: options.heartRateStraps == 1 ? .hrs : .e4)
         var failure: SimulatorError?
         peripheral.onFailure = { error in
             failure = error
