@@ -567,6 +567,8 @@ SCHEMAS = {
 }
 
 DEVICE_STREAMS = ("bvp", "gsr", "temp", "acc", "ibi", "hr", "battery", "tag", "contact")
+# What an E4 publishes: all but a heart-rate sensor's `contact`.
+E4_STREAMS = tuple(stream for stream in DEVICE_STREAMS if stream != "contact")
 
 
 def schema_for(topic):
