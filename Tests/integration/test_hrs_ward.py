@@ -5,14 +5,19 @@ straps need no key grant, the whitelist is enough.
 For the straps the published IBIs are the simulator's RR truth (to 1/1024 s) and the published HR the device's
 values; strap 3 loses skin contact now and then and its `contact` stream shows every change; strap 4 (published under
 the id `strap-four`) has its notifications dropped over the air for a few seconds, which the agent counts as lost
-beats and never bridges with an invented interval.
+beats and never bridges with an invented interval. The consumers of SPEC §17 run beside the agent: `record` writes
+the straps' IBIs in the E4 layout, `e4-server` lists only the E4s (unless --all-devices), `watch` shows the straps.
 """
-import collections
+import csv
+import io
+import subprocess
 import time
+import zipfile
 
 import pytest
 
 from agent_rig import SCENARIO, Rig, hrs_serial, serial, wait_until
+from consumer_rig import LineClient, start_ctl, start_e4_server
 
 E4S = (1, 2)
 CONTACT_STRAP = 3
@@ -38,6 +43,11 @@ def ward():
         key = rig.ctl("key", "add", "--devices", ",".join(serial(k) for k in E4S), "--keyring", str(rig.keyring))
         assert key.returncode == 0, key.stderr
         rig.key_file.write_text(key.stdout.strip().splitlines()[0] + "\n")
+        record_dir = rig.tmp / "sessions"
+        start_ctl(rig, "record", "--host", "127.0.0.1", "--port", str(rig.port), "--out", str(record_dir),
+                  log_name="record.log")
+        _, e4_port, _ = start_e4_server(rig)
+        _, all_port, _ = start_e4_server(rig, "--all-devices")
         rig.start_agent(rig.config_text(list(E4S), straps=[CONTACT_STRAP, (LOSSY_STRAP, LOSSY_ID)]))
         strap_topics = {CONTACT_STRAP: hrs_serial(CONTACT_STRAP), LOSSY_STRAP: LOSSY_ID}
         record["topics"] = strap_topics
@@ -63,12 +73,26 @@ def ward():
                                                  60, interval=0.25))
         record["e4_hr"] = bool(wait_until(
             lambda: all(rig.subscriber.all(rig.topic(serial(k), "hr")) for k in E4S), 40, interval=0.25))
+        with LineClient(e4_port) as client:
+            record["e4_list"] = client.command("device_list")
+        with LineClient(all_port) as client:
+            record["all_list"] = client.command("device_list")
+        record["watch"] = subprocess.run([str(rig.bin / "empalinkctl"), "watch", "--host", "127.0.0.1", "--port",
+                                          str(rig.port), "--once", "--wait", "10"],
+                                         capture_output=True, text=True, timeout=30).stdout
         metrics = [m.json for m in rig.subscriber.all(rig.topic("metrics")) if m.json]
         record["metrics"] = metrics[-1] if metrics else {}
         record["status"] = {name: status(name) for name in strap_topics.values()}
         record["exit"] = rig.agent.send_signal(15) or rig.agent.wait(timeout=10)
         time.sleep(0.3)
         record["messages"] = rig.subscriber.all()
+        # Sessions close once their wristband is disconnected (and 5 s of linger).
+        record["zips"] = wait_until(lambda: sorted(record_dir.glob(f"*_{hrs_serial(CONTACT_STRAP).upper()}.zip")), 20)
+        record["zip_ibi"] = {}
+        for path in record["zips"] or []:
+            with zipfile.ZipFile(path) as archive:
+                record["zip_ibi"][path.name] = archive.read("IBI.csv").decode()
+                record["zip_names"] = sorted(archive.namelist())
         rig.stop_sim()
         record["truth"] = {k: {name: rig.read_truth(k, name, hrs_serial(k)) for name in ("rr", "hrs")}
                            for k in (CONTACT_STRAP, LOSSY_STRAP)}
@@ -165,3 +189,30 @@ def test_strap_status_shows_profile_battery_and_device_information(ward):
     devices = [m.json for m in ward["messages"] if m.topic == "empalink/e2e/devices" and m.json][-1]
     assert devices[LOSSY_ID]["profile"] == "hrs" and devices[LOSSY_ID]["manufacturer"] == "EmpaLink Simulator"
     assert devices[serial(1)]["profile"] == "e4"
+
+
+def test_record_writes_a_straps_ibis_in_the_e4_layout(ward):
+    assert ward["zips"], "no session export for the strap"
+    published = stream(ward, ward["topics"][CONTACT_STRAP], "ibi")
+    rows = []
+    for name, text in sorted(ward["zip_ibi"].items()):
+        lines = text.splitlines()
+        start = float(lines[0].split(",")[0])
+        assert lines[0].endswith(", IBI") and float(name.split("_")[0]) == start
+        rows += [(start + float(t), float(v)) for t, v in csv.reader(io.StringIO("\n".join(lines[1:])))]
+    # Every published beat of the session, unchanged (the recorder's own clock may miss one at either end).
+    assert rows and len(rows) >= len(published) - 2, (len(rows), len(published))
+    for t, v in rows:
+        assert any(abs(t - pt) < 1e-5 and abs(v - pv) < 1e-5 for pt, pv in published), (t, v)
+    assert {"IBI.csv", "HR.csv", "BVP.csv", "info.txt"} <= set(ward["zip_names"])
+
+
+def test_e4_server_lists_only_the_e4s_unless_asked(ward):
+    assert ward["e4_list"] == "R device_list 2 | A00101 Empatica_E4 | A00102 Empatica_E4", ward["e4_list"]
+    assert "B00103" in ward["all_list"] and "A00101" in ward["all_list"], ward["all_list"]
+
+
+def test_watch_shows_the_straps(ward):
+    rows = {line.split()[0]: line for line in ward["watch"].splitlines() if line.strip()}
+    row = rows.get(hrs_serial(CONTACT_STRAP).upper())
+    assert row is not None and "connected" in row, ward["watch"]
