@@ -28,7 +28,7 @@ extension AgentRuntime {
     /// The live state for `empalinkctl status`.
     func statusJSON() -> String {
         let devices = (self.api?.devices ?? []).map { device -> (String, String) in
-            (device.serialNumber, Self.object([
+            (self.topicID(for: device), Self.object([
                 ("address", Self.quote(device.address.description)),
                 ("status", Self.quote(device.deviceStatus.rawValue)),
                 ("whitelisted", self.isWhitelisted(device) ? "true" : "false"),
@@ -39,7 +39,7 @@ extension AgentRuntime {
                 ("battery", device.batteryLevel.map { Self.number(Double($0), decimals: 2) } ?? "null"),
                 ("label", Self.quote(self.wristband(for: device)?.label ?? "")),
                 ("last_error", device.lastError.map { Self.quote($0.description) } ?? "null"),
-            ]))
+            ] + Self.profileMembers(device)))
         }
         return Self.object([
             ("agent", Self.quote(self.configuration.agent.id)),

@@ -14,7 +14,7 @@ extension AgentRuntime {
             self.publishStatus(online: true)
             self.lastDevicesSummary = ""
             self.publishDevices()
-            for device in self.api?.devices ?? [] where self.publishers[device.serialNumber] != nil {
+            for device in self.api?.devices ?? [] where self.publishers[self.topicID(for: device)] != nil {
                 self.publishDeviceStatus(device, force: true)
             }
             if self.configuration.control.mqttCommands {
@@ -50,13 +50,13 @@ extension AgentRuntime {
     func publishDevices() {
         guard let api = self.api else { return }
         let members = api.devices.map { device -> (String, String) in
-            (device.serialNumber, Self.object([
+            (self.topicID(for: device), Self.object([
                 ("address", Self.quote(device.address.description)),
                 ("name", Self.quote(device.name)),
                 // The advertisement's RSSI; null while connected (bluetoothd does not refresh it over a link).
                 ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
                 ("allowed", device.allowed && self.isWhitelisted(device) ? "true" : "false"),
-            ]))
+            ] + Self.profileMembers(device)))
         }
         let text = Self.object(members)
         guard text != self.lastDevicesSummary else { return }
@@ -198,7 +198,7 @@ extension AgentRuntime {
         let devices = (self.api?.devices ?? []).filter { self.isWhitelisted($0) || $0.isConnectionWanted }
             .map { device -> (String, String) in
                 let stats = device.statistics
-                return (device.serialNumber, Self.object([
+                return (self.topicID(for: device), Self.object([
                     ("status", Self.quote(device.deviceStatus.rawValue)),
                     ("rx_packets", String(stats.packets)),
                     ("lost", String(stats.lostPackets)),

@@ -171,6 +171,8 @@ public final class AgentRuntime {
             options.backgroundScanWindow = .seconds(Int64(bluetooth.backgroundScanWindowSeconds))
             options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
             options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
+            // Both kinds of device (SPEC §15, §16): a whitelist entry's `profile` picks one, else the advertisement.
+            options.profiles = [E4DeviceProfile(), HRSDeviceProfile()]
             let api = try EmpaticaAPI(loop: self.loop, options: options)
             api.onBusLost = { [weak self, unowned api] in
                 guard let self, !self.shuttingDown else { return }
@@ -182,6 +184,10 @@ public final class AgentRuntime {
             api.scanPolicy = { [unowned self] in self.needsDiscovery() }
             api.defersNotificationReads = self.batchMilliseconds > 0
             api.onNotificationsPending = { [unowned self] in self.armFlush() }
+            api.profileAssignment = { [unowned self] address in
+                self.configuration.wristbands.first { $0.address == address.description || $0.serial == address.serial }?
+                    .profile
+            }
             api.onWatchdog = { [unowned self] action, reason in
                 self.logger.warn("Bluetooth watchdog: \(action.rawValue) (\(reason))", ["WATCHDOG": action.rawValue])
             }
@@ -219,6 +225,11 @@ public final class AgentRuntime {
     func wristband(for device: EmpaticaDeviceManager) -> AgentConfiguration.Wristband? {
         let address = device.address.description
         return self.configuration.wristbands.first { $0.serial == device.serialNumber || $0.address == address }
+    }
+
+    /// The device's level in its topics (`P/A/S/…`): its whitelist entry's `id`, else its serial (SPEC §16).
+    func topicID(for device: EmpaticaDeviceManager) -> String {
+        self.wristband(for: device)?.topicID ?? device.serialNumber
     }
 
     /// Discovery runs while a whitelisted wristband is not connected and a connection slot is free.

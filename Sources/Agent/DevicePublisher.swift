@@ -44,6 +44,8 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     let hr = EventBatch(capacity: 128)
     let battery = EventBatch(capacity: 16)
     let tag = EventBatch(capacity: 64)
+    /// Sensor contact changes (1 detected, 0 lost) of a heart-rate sensor.
+    let contact = EventBatch(capacity: 16)
 
     /// - Parameters:
     ///   - topicBase: `P/A`; the device's topics are `P/A/S/<stream>`.
@@ -81,13 +83,24 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         }
         self.acc.count = 0
         self.acc.seq = 0
-        for batch in [self.ibi, self.hr, self.battery, self.tag] {
+        for batch in [self.ibi, self.hr, self.battery, self.tag, self.contact] {
             batch.count = 0
             batch.seq = 0
         }
     }
 
     func enabled(_ kind: StreamKind) -> Bool { self.host.enabledStreams.contains(kind) }
+
+    /// The batch of an event stream (`ibi`, `hr`, `battery`, `tag`, `contact`); `tag` for any other.
+    func eventBatch(_ kind: StreamKind) -> EventBatch {
+        switch kind {
+        case .ibi: self.ibi
+        case .hr: self.hr
+        case .battery: self.battery
+        case .contact: self.contact
+        default: self.tag
+        }
+    }
 
     // MARK: EmpaticaDeviceDelegate (hot path)
 
@@ -120,6 +133,14 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
 
     func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager) {
         self.tag(at: timestamp)
+    }
+
+    func didReceiveContact(_ detected: Bool, timestamp: Double, from device: EmpaticaDeviceManager) {
+        self.contact(detected, at: timestamp)
+    }
+
+    func didUpdateDeviceInformation(for device: EmpaticaDeviceManager) {
+        self.host.deviceInformationChanged(device)
     }
 
     func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {
@@ -196,8 +217,8 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             }
             self.acc.seq += 1
             self.acc.count = 0
-        case .ibi, .hr, .battery, .tag:
-            let batch = kind == .ibi ? self.ibi : kind == .hr ? self.hr : kind == .battery ? self.battery : self.tag
+        case .ibi, .hr, .battery, .tag, .contact:
+            let batch = self.eventBatch(kind)
             guard batch.count > 0 else { return false }
             json.append(integer: batch.seq)
             json.append(",\"v\":[")

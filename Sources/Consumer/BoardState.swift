@@ -44,12 +44,16 @@ public struct SeenDevice: Equatable, Sendable {
     public var name: String?
     public var rssi: Int?
     public var allowed: Bool
+    /// The device's profile (`"e4"`, `"hrs"`) where the board says (SPEC §16).
+    public var profile: String?
 
-    public init(address: String? = nil, name: String? = nil, rssi: Int? = nil, allowed: Bool) {
+    public init(address: String? = nil, name: String? = nil, rssi: Int? = nil, allowed: Bool,
+                profile: String? = nil) {
         self.address = address
         self.name = name
         self.rssi = rssi
         self.allowed = allowed
+        self.profile = profile
     }
 
     /// - Throws: ``PayloadError`` when the payload is not an object of objects with a boolean `allowed`.
@@ -61,7 +65,8 @@ public struct SeenDevice: Equatable, Sendable {
                 throw PayloadError("devices entry without a valid serial or allowed flag")
             }
             devices[serial] = SeenDevice(address: entry["address"]?.string, name: entry["name"]?.string,
-                                         rssi: entry["rssi"]?.number.map { Int($0) }, allowed: allowed)
+                                         rssi: entry["rssi"]?.number.map { Int($0) }, allowed: allowed,
+                                         profile: entry["profile"]?.string)
         }
         return devices
     }

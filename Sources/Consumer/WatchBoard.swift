@@ -10,6 +10,8 @@ public struct WatchBoard: Sendable {
         public var battery: Double?
         public var heartRate: Double?
         public var lastIBI: Double?
+        /// A heart-rate sensor's skin contact, as last reported.
+        public var contact: Bool?
         public var eda: Double?
         public var temperature: Double?
         public var rxPackets: Int?
@@ -84,6 +86,7 @@ public struct WatchBoard: Sendable {
                 samples += message.samples
                 if samples.count > Self.traceLength { samples.removeFirst(samples.count - Self.traceLength) }
                 self.trace[device] = samples
+            case .contact: row.contact = message.events.last.map { $0.value != 0 }
             case .acc, .tag: break
             }
             self.rows[device] = row

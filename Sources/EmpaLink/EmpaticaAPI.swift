@@ -80,6 +80,9 @@ public final class EmpaticaAPI {
     /// The agent's say in whether discovery is still needed (e.g. `false` once every whitelisted wristband is
     /// connected); `nil` means discovery runs whenever it is wanted.
     public var scanPolicy: (() -> Bool)?
+    /// The agent's say in a device's kind: the ``DeviceProfile/name`` its whitelist entry gives (`profile = "hrs"`),
+    /// or `nil` to recognise it from its advertisement. Consulted when a device is first seen.
+    public var profileAssignment: ((BluetoothAddress) -> String?)?
     /// Failed discovery requests, and the last error, for metrics and the watchdog.
     public internal(set) var discoveryFailures: UInt64 = 0
     public internal(set) var lastDiscoveryError: EmpaLinkError?
@@ -199,7 +202,7 @@ public final class EmpaticaAPI {
             return .failure(.authenticationFailed(refusal.description))
         case .success(let grant):
             self.grant = grant
-            for device in self.devicesByPath.values { device.allowed = grant.allows(serial: device.serialNumber) }
+            for device in self.devicesByPath.values { device.allowed = Self.allows(grant, device) }
             self.reportDevices()
             return .success(())
         }
@@ -292,14 +295,27 @@ public final class EmpaticaAPI {
             if names.contains("Name") { self.reportDevices() }
             return
         }
-        guard let address = info.address,
-              let profile = self.options.profiles.first(where: {
-                  $0.recognizes(name: info.name, serviceUUIDs: info.serviceUUIDs)
-              }) else { return }
+        guard let address = info.address, let profile = self.profile(for: address, info) else { return }
         let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info, profile: profile)
-        device.allowed = self.grant?.allows(serial: device.serialNumber) ?? false
+        device.allowed = self.grant.map { Self.allows($0, device) } ?? false
         self.devicesByPath[path] = device
         self.reportDevices()
+    }
+
+    /// The profile a device is tracked under: the one ``profileAssignment`` names for its address, else the first of
+    /// ``Options/profiles`` that recognises what it advertised.
+    func profile(for address: BluetoothAddress, _ info: BlueZDeviceInfo) -> (any DeviceProfile)? {
+        if let wanted = self.profileAssignment?(address),
+           let assigned = self.options.profiles.first(where: { $0.name == wanted }) {
+            return assigned
+        }
+        return self.options.profiles.first { $0.recognizes(name: info.name, serviceUUIDs: info.serviceUUIDs) }
+    }
+
+    /// Whether `grant` unlocks `device`: its serial in the key's device list, or — for a profile that needs no key
+    /// grant (third-party heart-rate sensors) — any authenticated key.
+    static func allows(_ grant: Keyring.Grant, _ device: EmpaticaDeviceManager) -> Bool {
+        !device.profile.requiresKeyGrant || grant.allows(serial: device.serialNumber)
     }
 
     func reportDevices() {

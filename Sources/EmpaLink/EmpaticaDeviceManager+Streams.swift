@@ -174,6 +174,7 @@ extension EmpaticaDeviceManager {
             api.bluez.readValue(characteristic: characteristic.path) { [weak self] result in
                 guard let self, case .success(let bytes) = result else { return }
                 bytes.withUnsafeBytes { self.receive(channel, $0, arrival: Self.now()) }
+                if !wanted.notifies { self.delegate?.didUpdateDeviceInformation(for: self) }
             }
         }
     }
@@ -251,5 +252,9 @@ struct DelegateSink: DecodedStreamSink {
 
     func tag(at time: Double) {
         self.device.delegate?.didReceiveTag(at: time, from: self.device)
+    }
+
+    func contact(_ detected: Bool, at time: Double) {
+        self.device.delegate?.didReceiveContact(detected, timestamp: time, from: self.device)
     }
 }

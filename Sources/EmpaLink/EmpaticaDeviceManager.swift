@@ -108,6 +108,10 @@ public final class EmpaticaDeviceManager {
     /// Timestamp re-anchors (SPEC §8).
     public var clockReanchors: UInt64 { self.decoder.reanchors }
 
+    /// What the device said about itself when its session started (the standard Device Information strings, a
+    /// heart-rate sensor's body location); empty for an E4.
+    public var deviceInformation: DeviceInformation { self.decoder.deviceInformation }
+
     func update(_ info: BlueZDeviceInfo) {
         if let name = info.name { self.name = name }
         self.rssi = Self.reportedRSSI(info.rssi)

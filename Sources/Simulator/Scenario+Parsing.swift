@@ -31,6 +31,14 @@ extension Scenario {
                     let index = Int(try Self.integer(indexValue, "index", in: 1...10_000))
                     var rest = item
                     rest.entries.removeAll { $0.key == "index" }
+                    if let kind = rest["kind"] {
+                        let name = try Self.string(kind, "kind")
+                        guard let parsed = SimulatedDeviceKind(rawValue: name) else {
+                            throw ScenarioError("kind must be \"e4\" or \"hrs\", not \"\(name)\"", at: kind.position)
+                        }
+                        scenario.kinds[index] = parsed
+                        rest.entries.removeAll { $0.key == "kind" }
+                    }
                     if rest["heart_rate"] != nil { scenario.explicitHeartRates.insert(index) }
                     var ignored = scenario
                     scenario.devices[index] = try Self.physiology(rest, base: scenario.physiology, allowRange: false,
@@ -117,6 +125,7 @@ extension Scenario {
             case "battery_start": p.batteryStart = try Self.number(v, key, in: 0...100)
             case "battery_drain_per_hour": p.batteryDrainPerHour = try Self.number(v, key, in: 0...6000)
             case "tags_per_hour": p.tagsPerHour = try Self.number(v, key, in: 0...3600)
+            case "contact_loss_per_hour": p.contactLossPerHour = try Self.number(v, key, in: 0...3600)
             default:
                 throw ScenarioError("unknown key '\(key)' in \(allowRange ? "[physiology]" : "[[device]]")",
                                     at: entry.keyPosition)

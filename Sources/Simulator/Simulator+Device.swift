@@ -18,8 +18,10 @@ extension Simulator {
             ("LegacyPairing", DBusProperty(.boolean(false))),
             ("RSSI", DBusProperty(withRSSI ? .int16(device.rssi) : nil)),
             ("Connected", DBusProperty(.boolean(device.linkUp))),
+            // Before the GATT tree, what the device advertised (bluetoothd's order).
             ("UUIDs", DBusProperty(.strings(device.gattExported
-                ? device.services.map { SimulatedCharacteristic.uuid128($0.uuid16) } : []))),
+                ? device.services.map { SimulatedCharacteristic.uuid128($0.uuid16) }
+                : device.advertisedServices.map(SimulatedCharacteristic.uuid128)))),
             ("Adapter", DBusProperty(.objectPath(Simulator.adapterPath))),
             ("ManufacturerData", DBusProperty(.dictionary(key: "q", value: "v", [
                 .init(.uint16(0xFFFF), .variant(.bytes(device.manufacturerPayload))),

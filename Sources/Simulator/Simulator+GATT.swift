@@ -104,7 +104,7 @@ extension Simulator {
         if self.failIfInjected(call, "ReadValue") { return }
         guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
         guard characteristic.canRead else { return call.fail(BlueZError.notPermitted("Read not permitted")) }
-        let value: [UInt8] = [device.physiology.batteryPercent(at: self.now)]
+        let value = device.readValue(characteristic, at: self.now)
         self.setCharacteristic(characteristic, "Value", .bytes(value))
         call.reply([.bytes(value)])
     }

@@ -16,6 +16,10 @@ extension Simulator: PacketEmitter {
         let now = self.now
         for device in self.devices {
             let tags = device.physiology.tags(through: now)
+            // A strap streams once its services are resolved: there is no start command.
+            if device.kind == .hrs, device.state == .connected, device.servicesResolved, device.session == nil {
+                self.beginSession(device)
+            }
             guard device.state == .connected, var session = device.session else { continue }
             self.emitDue(device, &session, now: now, tags: tags)
             device.session = session

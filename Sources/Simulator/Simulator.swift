@@ -69,14 +69,15 @@ public final class Simulator {
     ///
     /// - Parameters:
     ///   - busAddress: the D-Bus address to serve on.
-    ///   - devices: how many wristbands (1…255).
+    ///   - devices: how many wristbands (1…255), E4s unless the scenario's `[[device]] kind` says otherwise.
+    ///   - heartRateStraps: how many heart-rate straps follow them (`--hrs N`), devices `devices + 1 …`.
     ///   - seed: the seed every signal and random choice derives from.
     ///   - scenario: timing, physiology and scheduled faults.
     ///   - truthDirectory: where to write the truth, or `nil`.
     ///   - loop: the loop everything runs on.
     ///   - logger: where events go.
-    public init(busAddress: String, devices: Int, seed: UInt64, scenario: Scenario, truthDirectory: String?,
-                loop: EventLoop, logger: Logger) {
+    public init(busAddress: String, devices: Int, heartRateStraps: Int = 0, seed: UInt64, scenario: Scenario,
+                truthDirectory: String?, loop: EventLoop, logger: Logger) {
         self.busAddress = busAddress
         self.scenario = scenario
         self.truthDirectory = truthDirectory
@@ -86,10 +87,12 @@ public final class Simulator {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         self.startWall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-        let physiology = Simulator.physiology(devices: devices, seed: seed, scenario: scenario)
+        let physiology = Simulator.physiology(devices: devices + heartRateStraps, seed: seed, scenario: scenario)
         for (offset, parameters) in physiology.enumerated() {
-            self.devices.append(SimulatedDevice(index: offset + 1, seed: seed, physiology: parameters,
-                                                omitting: scenario.bluetoothd.omittedCharacteristics))
+            let index = offset + 1
+            let kind = index > devices ? .hrs : scenario.kinds[index] ?? .e4
+            self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters,
+                                                omitting: scenario.bluetoothd.omittedCharacteristics, kind: kind))
         }
     }
 
@@ -133,7 +136,8 @@ public final class Simulator {
         if let directory = self.truthDirectory {
             for device in self.devices {
                 do {
-                    self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial)
+                    self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial,
+                                                                  kind: device.kind)
                 } catch {
                     throw SimulatorError("cannot write truth to \(directory)/\(device.serial): \(error)")
                 }
