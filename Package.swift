@@ -91,6 +91,13 @@ let package = Package(
                           dependencies: ["CAllocationCounter", "Bluetooth", "E4", "EmpaLink", "BlueZ", "EventLoop",
                                          "Posix", "MQTT", "Logging", "Spool", "Config", "Agent"],
                           swiftSettings: strict),
+        // Coverage-guided fuzz targets (issue #21, Fuzz/README.md): one executable, one target per parser. A normal
+        // build makes it a replayer of saved inputs; `make fuzz` builds it with libFuzzer and ASan (-DFUZZING).
+        .target(name: "CFuzzer"),
+        .executableTarget(name: "empalink-fuzz",
+                          dependencies: ["Agent", "BlueZ", "Bluetooth", "CDBus", "CFuzzer", "Config", "Consumer", "DBus",
+                                         "CZlib", "E4", "EmpaLink", "Posix", "Spool"],
+                          swiftSettings: strict),
         .executableTarget(name: "empalink-bench",
                           dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],
                           swiftSettings: strict),
