@@ -155,7 +155,21 @@ bench-ibi: deps build
 	PY=$(PY) bash bench/ibi/run.sh $(BIN)
 
 
-.PHONY: deb test-deb static-libstdc++
+.PHONY: deb test-deb static-libstdc++ fuzz fuzz-seeds
+
+## fuzz: coverage-guided fuzzing (libFuzzer + AddressSanitizer, Fuzz/README.md): builds empalink-fuzz into
+## .build/fuzz, runs every target FUZZ_SECONDS (default 60) one after the other, prints execs, coverage and crashes,
+## fails on a crash. FUZZ_TARGETS="config spool" runs some; FUZZ_RUNS=N runs N executions per target instead.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: apt-deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) SWIFT=$(SWIFT) bash scripts/fuzz.sh $(FUZZ_TARGETS)
+
+## fuzz-seeds: regenerate the synthesized seeds in Fuzz/corpus (real packets, captures, spool segments, D-Bus
+## messages, payloads) with the normal build's empalink-fuzz.
+fuzz-seeds: apt-deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product empalink-fuzz
+	$(BIN)/empalink-fuzz seeds Fuzz/corpus
 
 ## deb: Debian package (dpkg-deb) for this machine's architecture into build/deb: release build with the Swift
 ## runtime linked statically, so the package needs only Debian libraries. Reuses .build/release when current.
