@@ -1,6 +1,20 @@
 import Glibc
 import Posix
 
+#if !FUZZING
+/// The normal build's entry point. Without -DFUZZING (a normal `swift build`), `empalink-fuzz` replays saved inputs
+/// through a target, without coverage guidance or sanitizers: `empalink-fuzz TARGET FILE|DIRECTORY…`, `empalink-fuzz
+/// list`, and `empalink-fuzz seeds DIRECTORY` (writes the synthesized seeds, ``SeedCorpus``). With
+/// `--sanitize=fuzzer` SwiftPM compiles the module as a library (no `main.swift`, and this is compiled out), and
+/// libFuzzer's own `main` calls Entry.swift's functions instead.
+@main
+struct FuzzReplayMain {
+    static func main() {
+        exit(FuzzReplay.run(Array(CommandLine.arguments.dropFirst())))
+    }
+}
+#endif
+
 /// The normal build's command line: replays inputs (directories are read one level deep) and reports how many.
 enum FuzzReplay {
     static func run(_ arguments: [String]) -> CInt {

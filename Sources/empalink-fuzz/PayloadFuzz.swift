@@ -3,25 +3,34 @@ import Consumer
 /// The consumers' payload reader (SPEC §17): each frame is one MQTT message of a topic the selector byte picks from
 /// the contract's shapes (agent status, devices, metrics, device status, every stream, and some outside it), then
 /// its payload. One `ConsumerCore` sees them all, so de-duplication, reordering and gap detection run on what the
-/// payloads claim (`sid`, `seq`, `t`, `fs`), and a flush closes the input.
+/// payloads claim (`sid`, `seq`, `t`, `fs`); a flush closes the input. Every event it yields goes on as the tools
+/// take it: into a `watch` board (rendered at the end) and, for data, into `e4-server`'s data lines.
 enum PayloadFuzz {
     static let target = FuzzTarget(
         name: "payload",
-        summary: "(topic selector, length, payload) MQTT messages into ConsumerCore.receive, then flush"
+        summary: "(topic selector, length, payload) MQTT messages into ConsumerCore, a watch board, e4-server lines"
     ) { bytes in
         var input = FuzzInput(bytes)
         var core = ConsumerCore(prefix: "P", window: 2.0, capacity: 16)
+        var board = WatchBoard()
         var now = 0.0
-        var events = 0
         while let selector = input.byte() {
             let topic = topics[Int(selector) % topics.count]
             let payload = input.chunk()
-            events += core.receive(topic: topic, payload: payload, now: now).count
+            for event in core.receive(topic: topic, payload: payload, now: now) { Self.consume(event, &board, now) }
             now += Double(selector >> 4) / 4
         }
-        events += core.flush(now: now + 1_000).count
+        for event in core.flush(now: now + 1_000) { Self.consume(event, &board, now) }
         _ = core.counters
-        _ = events
+        _ = board.render(now: now, trace: true)
+    }
+
+    static func consume(_ event: ConsumerEvent, _ board: inout WatchBoard, _ now: Double) {
+        board.handle(event, now: now)
+        if case .data(_, _, let message) = event {
+            _ = E4DataLines.text(message)
+            _ = E4DataLines.text(message, decimalComma: true)
+        }
     }
 
     static let topics: [String] =

@@ -1,9 +1,9 @@
 import EmpaLink
 
-/// Every registered device profile's decoders (SPEC §6, §15, §16): the first byte picks the profile (of
-/// `EmpaticaAPI.Options().profiles`, so a profile registered there is fuzzed with no new target), then each frame
-/// is one value for a characteristic: a channel byte (modulo the profile's characteristics), a length byte, the
-/// value. One decoder sees the whole sequence, so counters, clocks and beat detection carry across values.
+/// Every device profile's decoders (SPEC §6, §15, §16): the first byte picks the profile (modulo ``profiles``), then
+/// each frame is one value for a characteristic: a channel byte (modulo the profile's characteristics; 0xFF resets
+/// the decoder, as a reconnection does), a length byte, the value. One decoder sees the whole sequence, so
+/// counters, clocks and beat detection carry across values.
 enum ProfileFuzz {
     static let target = FuzzTarget(
         name: "profiles",
@@ -30,6 +30,9 @@ enum ProfileFuzz {
         _ = decoder.reanchors
     }
 
+    /// The profiles the agent registers (`AgentRuntime` sets `EmpaticaAPI.Options.profiles`), in its order: a new
+    /// profile is one more element here, and its decoders are fuzzed with no new target. The E4 stays first, so
+    /// the seeds (selector 0) stay E4 inputs.
     static let profiles: [any DeviceProfile] = EmpaticaAPI.Options().profiles
 }
 

@@ -1,2 +1,0 @@
-// Declarations only (include/CFuzzer.h): libFuzzer's driver, linked by `-sanitize=fuzzer`.
-#include "CFuzzer.h"
