@@ -45,7 +45,7 @@ import Testing
     /// Found by the `payload` fuzz target's design (issue #21; Fuzz/corpus/payload/crash-devices-rssi-1e300): a
     /// devices payload whose `rssi` no `Int` holds trapped every consumer (`Int(1e300)`). It is left out instead, as
     /// a device status's out-of-range `rssi` already was.
-    @Test(arguments: ["1e300", "-1e300", "1e999", "9223372036854775808", "21", "-201"])
+    @Test(arguments: ["1e300", "-1e300", "9223372036854775808", "21", "-201"])
     func devicesRSSIOutsideItsRangeIsLeftOutNotTrappedOn(_ rssi: String) throws {
         let devices = try SeenDevice.decodeAll(try PayloadJSON.parse(self.bytes(
             #"{"a1b2c3":{"allowed":true,"rssi":"# + rssi + "}}")))
