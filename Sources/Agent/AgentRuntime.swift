@@ -15,6 +15,10 @@ import Spool
 /// One event loop owns BlueZ, D-Bus, MQTT, timers, signals and the control socket. ``run()`` returns the process
 /// exit code after a SIGTERM/SIGINT shutdown.
 public final class AgentRuntime {
+    /// The device profiles the agent serves, in the order they are tried (SPEC §15, §16); the fuzz target of the
+    /// profiles' decoders takes its list from here.
+    public static var profiles: [any DeviceProfile] { [E4DeviceProfile(), HRSDeviceProfile()] }
+
     public internal(set) var configuration: AgentConfiguration
     let configPath: String
     let loop: EventLoop
@@ -172,7 +176,7 @@ public final class AgentRuntime {
             options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
             options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
             // Both kinds of device (SPEC §15, §16): a whitelist entry's `profile` picks one, else the advertisement.
-            options.profiles = [E4DeviceProfile(), HRSDeviceProfile()]
+            options.profiles = Self.profiles
             let api = try EmpaticaAPI(loop: self.loop, options: options)
             api.onBusLost = { [weak self, unowned api] in
                 guard let self, !self.shuttingDown else { return }

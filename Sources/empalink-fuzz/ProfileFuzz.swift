@@ -1,3 +1,4 @@
+import Agent
 import EmpaLink
 
 /// Every device profile's decoders (SPEC §6, §15, §16): the first byte picks the profile (modulo ``profiles``), then
@@ -30,10 +31,9 @@ enum ProfileFuzz {
         _ = decoder.reanchors
     }
 
-    /// The profiles the agent registers (`AgentRuntime` sets `EmpaticaAPI.Options.profiles`), in its order: a new
-    /// profile is one more element here, and its decoders are fuzzed with no new target. The E4 stays first, so
-    /// the seeds (selector 0) stay E4 inputs.
-    static let profiles: [any DeviceProfile] = EmpaticaAPI.Options().profiles
+    /// The profiles the agent registers (``AgentRuntime/profiles``), in its order: a new profile there is fuzzed
+    /// with no new target. The E4 stays first, so the seeds (selector 0) stay E4 inputs.
+    static let profiles: [any DeviceProfile] = AgentRuntime.profiles
 }
 
 /// A sink that checks what any decoder must hand on, whatever the packet said: a sampled block has a positive,
