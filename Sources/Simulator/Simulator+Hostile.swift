@@ -220,7 +220,8 @@ extension Simulator {
         }
         self.ownerChangedMidCall = true
         self.restarts += 1
-        self.logger.info("org.bluez changes owner in the middle of \(call.message.member ?? "?") on device \(device.index) "
+        let member = call.message.member ?? "?"
+        self.logger.info("org.bluez changes owner in the middle of \(member) on device \(device.index) "
                          + "(stale reply: \(entry.staleReply.rawValue))")
         self.bringBlueZDown(close: false)
         self.staleOwners.append(old)
