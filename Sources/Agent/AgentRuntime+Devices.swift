@@ -10,6 +10,13 @@ extension AgentRuntime: EmpaticaDelegate {
         self.updateSystemdStatus()
     }
 
+    /// One journal line per owner change of `org.bluez` (SPEC §12: a peer that changes under a call is not trusted).
+    public func didChangeBlueZOwner(from: String, to: String?, abandonedCalls: Int) {
+        self.logger.warn("org.bluez changed owner from \(from) to \(to ?? "nobody"): BlueZ's state is reloaded, "
+                             + "\(abandonedCalls) call(s) in flight abandoned, a late answer from \(from) is ignored",
+                         ["COMPONENT": "bluez"])
+    }
+
     public func didDiscoverDevices(_ devices: [EmpaticaDeviceManager]) {
         self.reconcileConnections()
         self.publishDevices()

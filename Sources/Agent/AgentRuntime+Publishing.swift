@@ -238,6 +238,9 @@ extension AgentRuntime {
                 ("malformed_identifiers", String(self.api?.malformedIdentifiers ?? 0)),
                 ("malformed_signals", String(self.api?.malformedSignals ?? 0)),
                 ("malformed_replies", String(self.api?.malformedReplies ?? 0)),
+                ("owner_changes", String(self.api?.ownerChanges ?? 0)),
+                ("abandoned_calls", String(self.api?.abandonedCalls ?? 0)),
+                ("stale_replies", String(self.api?.staleReplies ?? 0)),
             ])),
         ])
     }

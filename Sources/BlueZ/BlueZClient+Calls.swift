@@ -17,8 +17,25 @@ extension BlueZClient {
         timeout: Duration = .seconds(25),
         completion: @escaping (Result<[DBusValue], DBusError>) -> Void
     ) {
+        let id = self.nextCall
+        self.nextCall &+= 1
+        self.pending[id] = completion
         self.connection.call(destination: BlueZNames.service, path: path, interface: interface, member: member,
-                             arguments: arguments, timeout: timeout, reply: completion)
+                             arguments: arguments, timeout: timeout) { [weak self] result in
+            guard let self else { return }
+            guard let completion = self.pending.removeValue(forKey: id) else {
+                // Abandoned at an owner change: this answer (or its timeout) is the old owner's. Counted, never
+                // acted on, and a descriptor it carries is not leaked.
+                if case .success(let values) = result {
+                    self.staleReplies &+= 1
+                    for case .unixFD(let raw) in values { FileDescriptor(rawValue: raw).close() }
+                } else if case .failure(let error) = result, error.name != DBusError.noReplyName {
+                    self.staleReplies &+= 1
+                }
+                return
+            }
+            completion(result)
+        }
     }
 
     func callVoid(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],

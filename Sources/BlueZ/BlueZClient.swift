@@ -23,8 +23,22 @@ public final class BlueZClient {
     /// What the latest malformed reply (or signal, see ``BlueZObjectCache/malformedSignals``) was, for the journal.
     public internal(set) var lastMalformed: String?
 
+    /// Times `org.bluez` left an owner (a bluetoothd restart, or another connection taking the name over).
+    public internal(set) var ownerChanges: UInt64 = 0
+    /// Calls in flight when the owner changed: failed there and then (`org.empalink.Error.OwnerChanged`).
+    public internal(set) var abandonedCalls: UInt64 = 0
+    /// Replies that arrived for abandoned calls, from an owner that no longer owns the name: never acted on.
+    public internal(set) var staleReplies: UInt64 = 0
+
     /// Called on the loop thread for every change.
     public var onEvent: ((BlueZEvent) -> Void)?
+    /// Called on the loop thread when `org.bluez` leaves an owner: the old and new unique names (`nil`: none) and
+    /// how many calls in flight were abandoned.
+    public var onOwnerChange: ((_ from: String, _ to: String?, _ abandoned: Int) -> Void)?
+
+    /// The completions of calls in flight, by call number; an owner change fails them all (``ownerChanged(_:)``).
+    var pending: [UInt64: (Result<[DBusValue], DBusError>) -> Void] = [:]
+    var nextCall: UInt64 = 0
 
     var subscriptions: [UInt64] = []
     var ownerWatch: UInt64?
@@ -61,13 +75,29 @@ public final class BlueZClient {
         self.ownerWatch = nil
     }
 
+    /// A new owner (or none) of `org.bluez`: the old owner's objects are gone, and so is any answer it still owes.
+    /// Calls in flight to it fail now — after ``BlueZEvent/unavailable``, so their callers already know why — and a
+    /// reply that still comes from it (it may answer after losing the name) is never acted on.
     func ownerChanged(_ owner: String?) {
+        let previous = self.owner
         self.generation += 1
         self.owner = owner
+        let abandoned = self.pending.sorted { $0.key < $1.key }.map(\.value)
+        if previous != nil {
+            self.pending = [:]
+            self.ownerChanges &+= 1
+            self.abandonedCalls &+= UInt64(abandoned.count)
+        }
         if self.isAvailable || !self.cache.objects.isEmpty {
             self.isAvailable = false
             self.cache.removeAll()
             self.onEvent?(.unavailable)
+        }
+        if let previous {
+            self.onOwnerChange?(previous, owner, abandoned.count)
+            let error = DBusError(name: BlueZNames.Error.ownerChanged,
+                                  message: "org.bluez changed owner (from \(previous)) during the call")
+            for completion in abandoned { completion(.failure(error)) }
         }
         guard owner != nil else { return }
         self.loadSnapshot()

@@ -143,6 +143,9 @@ public final class EmpaticaAPI {
         )
         self.ownsConnection = ownsConnection
         self.bluez.onEvent = { [weak self] event in self?.handle(event) }
+        self.bluez.onOwnerChange = { [weak self] from, to, abandoned in
+            self?.delegate?.didChangeBlueZOwner(from: from, to: to, abandonedCalls: abandoned)
+        }
         try self.bluez.start()
         if ownsConnection {
             connection.onDisconnect = { [weak self] in self?.onBusLost?() }
@@ -165,6 +168,12 @@ public final class EmpaticaAPI {
     public var malformedSignals: UInt64 { self.bluez.cache.malformedSignals }
     /// Replies to our BlueZ calls without BlueZ's shape, refused (for metrics).
     public var malformedReplies: UInt64 { self.bluez.malformedReplies }
+    /// Times `org.bluez` left an owner (for metrics).
+    public var ownerChanges: UInt64 { self.bluez.ownerChanges }
+    /// Calls in flight at an owner change, failed there (for metrics).
+    public var abandonedCalls: UInt64 { self.bluez.abandonedCalls }
+    /// Answers from an owner that had lost the name, refused (for metrics).
+    public var staleReplies: UInt64 { self.bluez.staleReplies }
     /// What the latest malformed reply or signal was, for the journal.
     public var lastMalformed: String? { self.bluez.lastMalformed }
 

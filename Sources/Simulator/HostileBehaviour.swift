@@ -7,6 +7,19 @@ public struct HostileBehaviour: Hashable, Sendable {
         case seqpacket, stream, datagram, pipe
     }
 
+    /// The BlueZ call during which `org.bluez` changes owner (``ownerChangeMidCall``).
+    public enum OwnerChangeCall: String, Hashable, Sendable, CaseIterable {
+        case connect
+    }
+
+    /// What the old owner does with the call it was answering when it lost the name.
+    public enum StaleReply: String, Hashable, Sendable, CaseIterable {
+        /// Replies success 500 ms after the new owner serves: a reply from a connection that no longer owns the name.
+        case late
+        /// Never replies (the connection stays open until the simulator stops, so the bus sends no error either).
+        case never
+    }
+
     /// Address, serial, 1-based index or `*`, as in `[[fault]]`.
     public var device = "*"
     /// `Device1` exported with every property of the wrong D-Bus type (`Address` an `i`, `RSSI` an `s`, `UUIDs` an
@@ -27,6 +40,11 @@ public struct HostileBehaviour: Hashable, Sendable {
     /// Every this many seconds (0: off) the device's objects vanish (`InterfacesRemoved`) and come back twice
     /// (two identical `InterfacesAdded`), in clients' eyes only: the simulator's own tree does not change.
     public var vanishSeconds = 0.0
+    /// The first such call to the device (once per run) is not answered by the owner of `org.bluez`: a second
+    /// connection of the simulator takes the name over (`DBUS_NAME_FLAG_REPLACE_EXISTING`), serves a fresh tree,
+    /// and the old connection answers as ``staleReply`` says. Bus-wide in effect: every wristband's session ends.
+    public var ownerChangeMidCall: OwnerChangeCall?
+    public var staleReply = StaleReply.late
 
     public init() {}
 }

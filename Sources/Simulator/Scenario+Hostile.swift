@@ -36,6 +36,22 @@ extension Scenario {
                 guard hostile.vanishSeconds == 0 || hostile.vanishSeconds >= 0.1 else {
                     throw ScenarioError("'vanish_s' must be 0 (off) or at least 0.1", at: v.position)
                 }
+            case "owner_change_mid_call":
+                let name = try Self.string(v, entry.key)
+                guard let call = HostileBehaviour.OwnerChangeCall(rawValue: name) else {
+                    throw ScenarioError("'owner_change_mid_call' must be one of "
+                                        + HostileBehaviour.OwnerChangeCall.allCases.map(\.rawValue)
+                                            .joined(separator: ", "), at: v.position)
+                }
+                hostile.ownerChangeMidCall = call
+            case "stale_reply":
+                let name = try Self.string(v, entry.key)
+                guard let reply = HostileBehaviour.StaleReply(rawValue: name) else {
+                    throw ScenarioError("'stale_reply' must be one of "
+                                        + HostileBehaviour.StaleReply.allCases.map(\.rawValue)
+                                            .joined(separator: ", "), at: v.position)
+                }
+                hostile.staleReply = reply
             default:
                 throw ScenarioError("unknown key '\(entry.key)' in [[hostile]]", at: entry.keyPosition)
             }

@@ -79,6 +79,9 @@ extension Simulator {
     func connect(_ device: SimulatedDevice, _ call: DBusMethodCall) {
         self.connectCalls += 1
         if self.failIfInjected(call, "Connect") { return }
+        if self.hostile(device)?.ownerChangeMidCall == .connect, !self.ownerChangedMidCall {
+            return self.changeOwnerMidCall(call, device)
+        }
         guard self.powered else { return call.fail(BlueZError.notReady) }
         switch device.state {
         case .connected:

@@ -208,4 +208,37 @@ extension Simulator {
             }
         }
     }
+
+    // MARK: A name owner that changes mid-call
+
+    /// While `call` is in flight, a second connection takes `org.bluez` over (a single `NameOwnerChanged` from the
+    /// old unique name to the new one) and serves a fresh tree; the old connection, which no longer owns the name,
+    /// then answers `call` late or never.
+    func changeOwnerMidCall(_ call: DBusMethodCall, _ device: SimulatedDevice) {
+        guard let old = self.bluez, let entry = self.hostile(device) else {
+            return call.fail(BlueZError.failed("org.bluez is down"))
+        }
+        self.ownerChangedMidCall = true
+        self.restarts += 1
+        let member = call.message.member ?? "?"
+        self.logger.info("org.bluez changes owner in the middle of \(member) on device \(device.index) "
+                         + "(stale reply: \(entry.staleReply.rawValue))")
+        self.bringBlueZDown(close: false)
+        self.staleOwners.append(old)
+        do {
+            try self.bringBlueZUp(replacing: true)
+        } catch {
+            self.logger.error("cannot take \(Simulator.busName) over: \(error)")
+        }
+        switch entry.staleReply {
+        case .late:
+            self.after(milliseconds: 500) { [weak self] in
+                call.reply()
+                self?.logger.info("the old owner \(old.uniqueName) answered \(call.message.member ?? "?")")
+            }
+        case .never:
+            // Held, unanswered (a dropped call would be answered Failed), until the simulator stops.
+            self.staleCalls.append(call)
+        }
+    }
 }

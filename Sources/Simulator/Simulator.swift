@@ -64,6 +64,12 @@ public final class Simulator {
     /// `[[hostile]]` behaviour by device index, and its timers (Simulator+Hostile.swift).
     var hostileDevices: [Int: HostileBehaviour] = [:]
     var hostileTimers: [TimerHandle] = []
+    /// Whether `org.bluez` has changed owner mid-call (`owner_change_mid_call`, once per run).
+    var ownerChangedMidCall = false
+    /// `org.bluez` connections that lost the name mid-call and still hold a call (closed at ``stop()``).
+    var staleOwners: [DBusConnection] = []
+    /// Calls the stale owner never answers (`stale_reply = "never"`).
+    var staleCalls: [DBusMethodCall] = []
 
     /// Creates the simulator; call ``start()`` on the loop's thread.
     ///
@@ -189,6 +195,8 @@ public final class Simulator {
         self.stopHostile()
         for timer in self.faultTimers { _ = self.loop.cancel(timer) }
         self.bringBlueZDown()
+        for connection in self.staleOwners { connection.close() }
+        self.staleOwners = []
         self.control?.close()
         self.control = nil
         for truth in self.truths.values { truth.flush() }
@@ -197,11 +205,16 @@ public final class Simulator {
     // MARK: The BlueZ face
 
     /// Opens the `org.bluez` connection and exports `/org/bluez` and the adapter (a bluetoothd start).
-    func bringBlueZUp() throws(SimulatorError) {
+    ///
+    /// - Parameter replacing: take the name from a connection of ours that still owns it (`owner_change_mid_call`).
+    func bringBlueZUp(replacing: Bool = false) throws(SimulatorError) {
         let connection: DBusConnection
+        // Only a scenario that changes the owner mid-call lets the name be taken over.
+        let replaceable = self.scenario.hostile.contains { $0.ownerChangeMidCall != nil }
         do {
             connection = try DBusConnection.connect(address: self.busAddress, loop: self.loop)
-            guard try connection.requestName(Simulator.busName) else {
+            guard try connection.requestName(Simulator.busName, replaceExisting: replacing,
+                                             allowReplacement: replaceable) else {
                 connection.close()
                 throw SimulatorError("\(Simulator.busName) is already owned on \(self.busAddress)")
             }
@@ -244,7 +257,9 @@ public final class Simulator {
 
     /// Closes the `org.bluez` connection: every device is dropped, sessions, monitors and fds end, as when
     /// bluetoothd exits.
-    func bringBlueZDown() {
+    ///
+    /// - Parameter close: `false` keeps the connection open (it lost the name to another one and still holds a call).
+    func bringBlueZDown(close: Bool = true) {
         guard let connection = self.bluez else { return }
         for device in self.devices {
             if device.state != .disconnected {
@@ -261,7 +276,7 @@ public final class Simulator {
         self.bluez = nil
         self.serviceUp = false
         connection.onDisconnect = nil
-        connection.close()
+        if close { connection.close() }
     }
 
     /// A bus client went away: end its discovery session, filter, notify sessions and monitors.

@@ -19,6 +19,8 @@ import Testing
             oversized_notifications = 4000
             properties_flood = 2000
             vanish_s = 0.5
+            owner_change_mid_call = "connect"
+            stale_reply = "never"
             """)
         #expect(scenario.hostile.count == 2)
         var first = HostileBehaviour()
@@ -33,6 +35,8 @@ import Testing
         second.oversizedNotifications = 4000
         second.propertiesFloodPerSecond = 2000
         second.vanishSeconds = 0.5
+        second.ownerChangeMidCall = .connect
+        second.staleReply = .never
         #expect(scenario.hostile[1] == second)
         #expect(try Scenario.parse("").hostile.isEmpty, "off unless a scenario asks")
     }
@@ -41,6 +45,8 @@ import Testing
         ("[[hostile]]\nnotify_socket = \"tcp\"\n", 2, "'notify_socket' must be one of seqpacket, stream, datagram, pipe"),
         ("[[hostile]]\noversized_notifications = 20\n", 2, "must be 0 (off) or 21…65000 bytes"),
         ("[[hostile]]\nvanish_s = 0.01\n", 2, "'vanish_s' must be 0 (off) or at least 0.1"),
+        ("[[hostile]]\nowner_change_mid_call = \"read\"\n", 2, "'owner_change_mid_call' must be one of connect"),
+        ("[[hostile]]\nstale_reply = \"soon\"\n", 2, "'stale_reply' must be one of late, never"),
         ("[[hostile]]\nwrong_types = \"yes\"\n", 2, "'wrong_types' must be true or false"),
         ("[[hostile]]\nproperties_flood = 100001\n", 2, "'properties_flood' must be in 0…100000"),
         ("\n[[hostile]]\nname_owner = true\n", 3, "unknown key 'name_owner' in [[hostile]]"),
