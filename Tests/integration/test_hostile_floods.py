@@ -139,6 +139,11 @@ def control_client(path, payload, read=True):
         pass
     if not read:
         return sock
+    return read_reply(sock)
+
+
+def read_reply(sock):
+    """What the server answers, up to its newline or until it closes; the socket is closed afterwards."""
     data = b""
     try:
         while not data.endswith(b"\n"):
@@ -234,17 +239,7 @@ def run():
         # The idle clients are answered and closed after the agent's 5 s.
         record["idle_replies"] = []
         for sock in idle:
-            data = b""
-            try:
-                while not data.endswith(b"\n"):
-                    chunk = sock.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
-            except OSError:
-                pass
-            sock.close()
-            record["idle_replies"].append(data)
+            record["idle_replies"].append(read_reply(sock))
         record["status_after"] = control_client(path, b"status\n")
         record["phases"]["socket"] = (started, time.monotonic())
         time.sleep(1.5)
