@@ -58,6 +58,8 @@ tails() {
 fail() {
     echo "FAILED $1 $(date +%s.%N)" >> "$R/milestones"
     dmesg > "$R/dmesg.log" 2>&1
+    # Whether bluetoothd itself survived (5.66 crashes on some client exits: FINDINGS.md).
+    if pidof bluetoothd > /dev/null; then echo running; else echo "not running"; fi > "$R/bluetoothd-state"
     say "FAILED: milestone '$1' did not come up: ${2:-}"
     tails > /dev/console
     stop_all

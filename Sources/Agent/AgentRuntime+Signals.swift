@@ -144,11 +144,13 @@ extension AgentRuntime {
         }
         self.publishStatus(online: false)
         let deadline = MonotonicInstant.now.advanced(by: .seconds(3))
-        // Give queued messages a moment to be acknowledged, then leave cleanly.
+        // Give queued messages a moment to be acknowledged and BlueZ time to answer a subscription still in flight
+        // (leaving the bus before it does crashes bluetoothd 5.66: ``EmpaticaAPI/isSubscribing``), then leave.
         do throws(Errno) {
             _ = try self.loop.scheduleTimer(after: .milliseconds(50), repeating: .milliseconds(50)) {
                 [unowned self] in
-                if self.mqtt.inflightCount == 0 || MonotonicInstant.now >= deadline { self.leave() }
+                let settled = self.mqtt.inflightCount == 0 && self.api?.isSubscribing != true
+                if settled || MonotonicInstant.now >= deadline { self.leave() }
             }
         } catch {
             // Without a timer there is no waiting for acknowledgements: leave now rather than ignore SIGTERM.

@@ -19,11 +19,11 @@ extension BlueZClient {
     ) {
         let id = self.nextCall
         self.nextCall &+= 1
-        self.pending[id] = completion
+        self.pending[id] = PendingCall(member: member, completion: completion)
         self.connection.call(destination: BlueZNames.service, path: path, interface: interface, member: member,
                              arguments: arguments, timeout: timeout) { [weak self] result in
             guard let self else { return }
-            guard let completion = self.pending.removeValue(forKey: id) else {
+            guard let call = self.pending.removeValue(forKey: id) else {
                 // Abandoned at an owner change: this answer (or its timeout) is the old owner's. Counted, never
                 // acted on, and a descriptor it carries is not leaked.
                 if case .success(let values) = result {
@@ -34,7 +34,7 @@ extension BlueZClient {
                 }
                 return
             }
-            completion(result)
+            call.completion(result)
         }
     }
 

@@ -36,8 +36,21 @@ public final class BlueZClient {
     /// how many calls in flight were abandoned.
     public var onOwnerChange: ((_ from: String, _ to: String?, _ abandoned: Int) -> Void)?
 
-    /// The completions of calls in flight, by call number; an owner change fails them all (``ownerChanged(_:)``).
-    var pending: [UInt64: (Result<[DBusValue], DBusError>) -> Void] = [:]
+    /// A call in flight: its member and its completion.
+    struct PendingCall {
+        let member: String
+        let completion: (Result<[DBusValue], DBusError>) -> Void
+    }
+
+    /// The calls in flight, by call number; an owner change fails them all (``ownerChanged(_:)``).
+    var pending: [UInt64: PendingCall] = [:]
+
+    /// `AcquireNotify` calls still unanswered.
+    ///
+    /// A client must not leave the bus while one is: bluetoothd 5.66 (Debian 12, Raspberry Pi OS) has then already
+    /// set up the notification socket for a client it frees when the client leaves, and the socket's hang-up later
+    /// uses the freed memory (bluez/bluez#1784, fixed upstream in 2026) — bluetoothd crashed so in our VM.
+    public var outstandingNotifyAcquisitions: Int { self.pending.values.count { $0.member == "AcquireNotify" } }
     var nextCall: UInt64 = 0
 
     var subscriptions: [UInt64] = []
@@ -82,7 +95,7 @@ public final class BlueZClient {
         let previous = self.owner
         self.generation += 1
         self.owner = owner
-        let abandoned = self.pending.sorted { $0.key < $1.key }.map(\.value)
+        let abandoned = self.pending.sorted { $0.key < $1.key }.map(\.value.completion)
         if previous != nil {
             self.pending = [:]
             self.ownerChanges &+= 1

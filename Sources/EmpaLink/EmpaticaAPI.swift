@@ -59,6 +59,10 @@ public final class EmpaticaAPI {
     /// Why the bus was lost when the loop could not watch its socket (epoll's limits); `nil` when the bus closed
     /// the connection.
     public var busLossReason: String? { self.bluez.connection.loopError.map { "cannot watch its socket: \($0)" } }
+    /// Whether BlueZ still owes an answer to a subscription (`AcquireNotify`). Before ``close()`` or exiting, wait
+    /// (briefly) until it does not: leaving the bus with one outstanding makes bluetoothd 5.66 use memory it has
+    /// freed, and it crashed so in our VM (bluez/bluez#1784; Debian 12 ships 5.66).
+    public var isSubscribing: Bool { self.bluez.outstandingNotifyAcquisitions > 0 }
 
     public private(set) var status: BLEStatus = .notAvailable
     /// What the current API key unlocks; `nil` until authenticated.

@@ -31,6 +31,15 @@ public struct BluetoothdBehaviour: Hashable, Sendable {
     /// How long after `ServicesResolved` the GATT objects follow when ``resolvesBeforeExport`` is on.
     public var lateExportMilliseconds = 500
 
+    /// How long `AcquireNotify` takes to answer, in milliseconds.
+    ///
+    /// bluetoothd answers only once the central's write of the characteristic's CCC descriptor has been
+    /// acknowledged over the air — a connection interval or more, seconds on a loaded link. bluetoothd 5.66 has set
+    /// up the client and its socket by then, and a client that leaves the bus before the answer makes it use freed
+    /// memory (bluez/bluez#1784); the simulator counts such clients (`Stats`: `left_while_subscribing`). 0 answers
+    /// at once.
+    public var acquireNotifyMilliseconds = 0
+
     /// The characteristics (16-bit UUIDs) left out of every wristband's GATT tree; empty exports the whole profile.
     ///
     /// A firmware variant without a stream, or bluetoothd's GATT cache of an interrupted discovery, shows a client

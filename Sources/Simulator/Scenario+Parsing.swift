@@ -93,6 +93,8 @@ extension Scenario {
             case "services_resolved_early": self.bluetoothd.resolvesBeforeExport = try Self.boolean(v, entry.key)
             case "late_export_ms":
                 self.bluetoothd.lateExportMilliseconds = Int(try Self.integer(v, entry.key, in: 0...60_000))
+            case "acquire_notify_ms":
+                self.bluetoothd.acquireNotifyMilliseconds = Int(try Self.integer(v, entry.key, in: 0...60_000))
             case "omit_characteristics":
                 self.bluetoothd.omittedCharacteristics = try Self.characteristics(v, entry.key)
             default:

@@ -94,6 +94,8 @@ extension Simulator {
             ("discoverable_uses", .uint32(UInt32(clamping: self.discoverableUses))),
             ("monitors", .uint32(UInt32(clamping: self.monitors.count))),
             ("faults_applied", .uint32(UInt32(clamping: self.faultsApplied))),
+            ("subscribing", .uint32(UInt32(clamping: self.subscribing.values.reduce(0, +)))),
+            ("left_while_subscribing", .uint32(UInt32(clamping: self.departedWhileSubscribing.count))),
             ("devices", .dictionary(key: "s", value: "a{sv}", devices)),
         ])
     }

@@ -139,12 +139,53 @@ extension Simulator {
 
     func acquireNotify(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice, _ call: DBusMethodCall) {
         if self.failIfInjected(call, "AcquireNotify") { return }
-        // bluetoothd's order of checks (src/gatt-client.c, characteristic_acquire_notify).
-        guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
-        guard characteristic.notifyFD == nil else { return call.fail(BlueZError.notPermitted("Notify acquired")) }
-        guard characteristic.notifyClients.isEmpty else { return call.fail(BlueZError.inProgress) }
-        guard characteristic.canNotify else { return call.fail(BlueZError.notSupported) }
+        guard self.checkAcquireNotify(characteristic, device, call) else { return }
         if self.hostileAcquireNotify(characteristic, device, call) { return }
+        let delay = self.scenario.bluetoothd.acquireNotifyMilliseconds
+        let sender = call.sender ?? ""
+        guard delay > 0 else { return self.completeAcquireNotify(characteristic, device, call) }
+        // The CCC write goes over the air first; the answer comes when it is acknowledged.
+        self.subscribing[sender, default: 0] += 1
+        let timer = self.after(milliseconds: delay) { [weak self] in
+            guard let self else { return }
+            self.subscribing[sender, default: 1] -= 1
+            if self.subscribing[sender] == 0 { self.subscribing[sender] = nil }
+            // A client that left meanwhile gets nothing (its answer would go nowhere); it was counted as it left.
+            guard !self.departedWhileSubscribing.contains(sender) else { return }
+            guard self.checkAcquireNotify(characteristic, device, call) else { return }
+            self.completeAcquireNotify(characteristic, device, call)
+        }
+        if timer == nil {
+            self.subscribing[sender, default: 1] -= 1
+            self.completeAcquireNotify(characteristic, device, call)
+        }
+    }
+
+    /// bluetoothd's order of checks (src/gatt-client.c, characteristic_acquire_notify); `false` when `call` failed.
+    func checkAcquireNotify(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice,
+                            _ call: DBusMethodCall) -> Bool {
+        guard device.state == .connected else {
+            call.fail(BlueZError.failed("Not connected"))
+            return false
+        }
+        guard characteristic.notifyFD == nil else {
+            call.fail(BlueZError.notPermitted("Notify acquired"))
+            return false
+        }
+        guard characteristic.notifyClients.isEmpty else {
+            call.fail(BlueZError.inProgress)
+            return false
+        }
+        guard characteristic.canNotify else {
+            call.fail(BlueZError.notSupported)
+            return false
+        }
+        return true
+    }
+
+    /// Hands out the notification socket.
+    func completeAcquireNotify(_ characteristic: SimulatedCharacteristic, _ device: SimulatedDevice,
+                               _ call: DBusMethodCall) {
         let theirs: FileDescriptor
         switch characteristic.openNotifySocket(owner: call.sender, on: self.loop, onEvent: { [weak self] in
             self?.notifySocketEvent($0)

@@ -51,6 +51,10 @@ public final class Simulator {
     var restarts = 0
     var serviceUp = false
     var faultsApplied = 0
+    /// Bus clients by unique name with `AcquireNotify` calls unanswered (``BluetoothdBehaviour/acquireNotifyMilliseconds``).
+    var subscribing: [String: Int] = [:]
+    /// Clients that left the bus while ``subscribing`` (bluetoothd 5.66 uses freed memory then: bluez/bluez#1784).
+    var departedWhileSubscribing: Set<String> = []
 
     let startInstant: MonotonicInstant
     let startWall: Double
@@ -282,6 +286,11 @@ public final class Simulator {
     /// A bus client went away: end its discovery session, filter, notify sessions and monitors.
     func clientLeft(_ name: String) {
         self.filters[name] = nil
+        if self.subscribing[name] != nil {
+            self.departedWhileSubscribing.insert(name)
+            self.logger.warn(
+                "client \(name) left the bus with AcquireNotify unanswered (bluetoothd 5.66 would use freed memory)")
+        }
         if let index = self.discoverySessions.firstIndex(of: name) {
             self.discoverySessions.remove(at: index)
             self.logger.debug("discovery client \(name) left the bus")

@@ -103,6 +103,15 @@ class VMRun:
         if console.exists():
             parts.append("----- console (tail) -----\n" + "\n".join(
                 console.read_text(errors="replace").splitlines()[-30:]))
+        state = self.results / "bluetoothd-state"
+        if state.exists():
+            parts.append(f"bluetoothd at the failure: {state.read_text(errors='replace').strip()}")
+        dmesg = self.results / "dmesg.log"
+        if dmesg.exists():
+            crashes = [line for line in dmesg.read_text(errors="replace").splitlines()
+                       if "segfault" in line or "traps:" in line or "general protection" in line]
+            if crashes:
+                parts.append("----- dmesg: crashes -----\n" + "\n".join(crashes[-5:]))
         for name in ("btvirt", "bluetoothd", "peripheral", "empalinkd"):
             parts.append(f"----- {name}.log (tail) -----\n{self.log(name, 25)}")
         return "\n".join(parts)
