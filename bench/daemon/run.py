@@ -137,26 +137,33 @@ def rss_by_file(pid, field="Rss"):
 
 
 def context_switches(pid):
+    """Voluntary and involuntary switches summed over the threads, their count, and the voluntary ones per thread
+    (by `comm` name and thread id, so that a wake-up budget can be split between the loop and its helpers)."""
     voluntary = involuntary = 0
     threads = 0
+    per_thread = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/status") as f:
                 for line in f:
                     if line.startswith("voluntary_ctxt_switches:"):
-                        voluntary += int(line.split()[1])
+                        count = int(line.split()[1])
+                        voluntary += count
+                        per_thread[f"{name}/{tid}"] = count
                     elif line.startswith("nonvoluntary_ctxt_switches:"):
                         involuntary += int(line.split()[1])
             threads += 1
         except FileNotFoundError:
             pass
-    return voluntary, involuntary, threads
+    return voluntary, involuntary, threads, per_thread
 
 
 def snapshot(pid):
-    voluntary, involuntary, threads = context_switches(pid)
+    voluntary, involuntary, threads, per_thread = context_switches(pid)
     return {"time": time.monotonic(), "cpu": cpu_seconds(pid), "ticks": ticks_seconds(pid), "voluntary": voluntary,
-            "involuntary": involuntary, "threads": threads}
+            "involuntary": involuntary, "threads": threads, "per_thread": per_thread}
 
 
 def rates(before, after):
@@ -168,6 +175,9 @@ def rates(before, after):
         "wakeups_per_s": (after["voluntary"] - before["voluntary"]) / seconds,
         "involuntary_per_s": (after["involuntary"] - before["involuntary"]) / seconds,
         "threads": after["threads"],
+        "wakeups_per_s_by_thread": {
+            name: round((count - before.get("per_thread", {}).get(name, 0)) / seconds, 3)
+            for name, count in after.get("per_thread", {}).items()},
     }
 
 
@@ -571,8 +581,10 @@ def main():
     for devices in (int(value) for value in args.background.split(",") if value):
         run = run_one(args, devices, 250, "offline", background=True)
         results["runs"].append(run)
+        threads = ", ".join(f"{name} {rate:.2f}" for name, rate in
+                            sorted(run["wakeups_per_s_by_thread"].items(), key=lambda item: -item[1]) if rate > 0)
         print(f"background (2000 ms), {devices:2d} wristbands: CPU {run['cpu_percent']:.2f} %, "
-              f"{run['wakeups_per_s']:.1f} wake-ups/s, load {run['load_before']:.1f}", flush=True)
+              f"{run['wakeups_per_s']:.1f} wake-ups/s ({threads}), load {run['load_before']:.1f}", flush=True)
     results["peer"] = []
     for devices in (int(value) for value in args.peer.split(",") if value):
         peer = run_peer(args, devices)
