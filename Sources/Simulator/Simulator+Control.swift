@@ -60,14 +60,14 @@ extension Simulator {
         let devices = self.devices.map { device -> DBusValue.DictionaryEntry in
             var notifications: UInt64 = 0
             for characteristic in device.characteristics { notifications += characteristic.notifications }
-            return .init(.string(device.serial), .properties([
+            let properties: [(String, DBusValue)] = [
                 ("address", .string(device.addressString)),
                 ("path", .objectPath(device.path)),
                 ("heart_rate", .double(device.physiology.parameters.heartRate)),
                 ("exported", .boolean(device.exported)),
                 ("connected", .boolean(device.state == .connected)),
                 ("streaming", .boolean(device.state == .connected && device.session != nil)),
-                ("in_range", .boolean(device.isInRange(at: now))),
+                ("in_range", .boolean(device.isInRange(at: now) && self.wardReachable(device, at: now))),
                 ("rssi", .int16(device.rssi)),
                 ("connects", .uint32(UInt32(clamping: device.connects))),
                 ("sessions", .uint32(UInt32(clamping: device.sessions))),
@@ -77,9 +77,10 @@ extension Simulator {
                 ("overflowed", .uint64(device.overflowed)),
                 ("packet_loss", .double(device.packetLoss)),
                 ("corruption", .double(device.corruption)),
-            ]))
+            ]
+            return .init(.string(device.serial), .properties(properties + self.wardDeviceStatistics(device, at: now)))
         }
-        return .properties([
+        let properties: [(String, DBusValue)] = [
             ("uptime", .double(now)),
             ("service_up", .boolean(self.serviceUp)),
             ("bus_name_owner", .string(self.bluez?.uniqueName ?? "")),
@@ -95,6 +96,7 @@ extension Simulator {
             ("monitors", .uint32(UInt32(clamping: self.monitors.count))),
             ("faults_applied", .uint32(UInt32(clamping: self.faultsApplied))),
             ("devices", .dictionary(key: "s", value: "a{sv}", devices)),
-        ])
+        ]
+        return .properties(properties + self.wardStatistics())
     }
 }

@@ -94,15 +94,8 @@ extension Simulator {
         device.state = .connecting
         device.pendingConnect = call
         let timing = self.scenario.timing
-        guard device.isInRange(at: self.now) else {
-            device.connectTimer = self.after(milliseconds: Int(timing.connectTimeoutSeconds * 1000)) {
-                [weak self, weak device] in
-                guard let self, let device, device.state == .connecting else { return }
-                device.state = .disconnected
-                device.lastActivity = self.now
-                device.pendingConnect?.fail(BlueZError.failed("le-connection-abort-by-local"))
-                device.pendingConnect = nil
-            }
+        guard device.isInRange(at: self.now) && self.wardAccepts(device, at: self.now) else {
+            self.failConnect(device, after: Int(timing.connectTimeoutSeconds * 1000))
             return
         }
         // bluetoothd answers Connect once the LE link and ATT are up, and resolves the services afterwards.
@@ -110,7 +103,26 @@ extension Simulator {
         let delay = timing.connectMilliseconds + jitter
         device.connectTimer = self.after(milliseconds: delay) { [weak self, weak device] in
             guard let self, let device, device.state == .connecting else { return }
+            // In a ward the wristband may have gone to another board (or away) meanwhile: it no longer advertises
+            // to us, and our initiator waits out the rest of the timeout.
+            guard self.wardClaims(device, at: self.now) else {
+                self.failConnect(device, after: Int(timing.connectTimeoutSeconds * 1000) - delay)
+                return
+            }
             self.linkCameUp(device)
+        }
+    }
+
+    /// A `Connect` nobody answers: bluetoothd's LE initiator gives up after the timeout and the call fails with
+    /// `org.bluez.Error.Failed: le-connection-abort-by-local` (src/device.c, the kernel's connect timeout).
+    func failConnect(_ device: SimulatedDevice, after milliseconds: Int) {
+        device.connectTimer = self.after(milliseconds: milliseconds) { [weak self, weak device] in
+            guard let self, let device, device.state == .connecting else { return }
+            device.connectTimer = nil
+            device.state = .disconnected
+            device.lastActivity = self.now
+            device.pendingConnect?.fail(BlueZError.failed("le-connection-abort-by-local"))
+            device.pendingConnect = nil
         }
     }
 
@@ -235,6 +247,7 @@ extension Simulator {
             self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(false), emit: false)
             changed.append(("Connected", .boolean(false)))
             self.logger.info("\(device.addressString) disconnected: \(reason)")
+            self.ward?.release(device, board: self.boardIndex, reason: reason)
         }
         if emit { self.emitPropertiesChanged(device.path, Simulator.deviceInterface, changed) }
     }
