@@ -201,6 +201,41 @@ final class WardHarness {
         #expect(h.wardRows()[1].reason == "connected to a")
     }
 
+    @Test func twoBoardsConnectingAtOnceGetOneLinkBetweenThem() throws {
+        let h = try WardHarness(Self.twoBoards)
+        defer { h.close() }
+        #expect(h.startDiscovery(0) && h.startDiscovery(1))
+        #expect(h.wait { h.exported(0) && h.exported(1) })
+        var results: [Int: Result<[DBusValue], DBusError>] = [:]
+        for board in 0..<2 {
+            h.clients[board].call(destination: Simulator.busName, path: WardHarness.device,
+                                  interface: "org.bluez.Device1", member: "Connect", arguments: [],
+                                  timeout: .seconds(10)) { results[board] = $0 }
+        }
+        #expect(h.wait { results.count == 2 })
+        let winners = results.filter { $0.value.isSuccess }.map(\.key)
+        try #require(winners.count == 1, "exactly one board holds the link: \(results)")
+        let winner = winners[0]
+        #expect(h.ward.holder(of: 1) == winner)
+        #expect(h.boards[1 - winner].devices[0].state == .disconnected)
+        let rows = h.wardRows().map { "\($0.board) \($0.event)" }
+        let name = winner == 0 ? "a" : "b"
+        #expect(rows == ["\(name) connect", "\(winner == 0 ? "b" : "a") refused"])
+    }
+
+    @Test func everyBoardSeesTheSamePhysiology() throws {
+        let h = try WardHarness(Self.twoBoards)
+        defer { h.close() }
+        let a = h.boards[0].devices[0]
+        let b = h.boards[1].devices[0]
+        // Board b asks later and less often: the signal is a function of the sample index, not of the asking.
+        let early = (0..<640).map { a.physiology.bvp(index: $0).green }
+        let late = stride(from: 0, to: 640, by: 7).map { b.physiology.bvp(index: $0).green }
+        #expect(late == stride(from: 0, to: 640, by: 7).map { early[$0] })
+        #expect((0..<320).map { a.physiology.acc(index: $0).x } == (0..<320).map { b.physiology.acc(index: $0).x })
+        #expect(a.serial == b.serial && a.path == b.path)
+    }
+
     @Test func sessionsContinueOnTheNextBoard() throws {
         let h = try WardHarness(Self.twoBoards)
         defer { h.close() }
