@@ -19,38 +19,39 @@ extension Simulator {
             guard let value = call.arguments[index].double, value.isFinite else { return 0 }
             return min(max(value, -1e6), 1e6)
         }
+        let methods: [DBusMethod] = [
+            DBusMethod("Disconnect", in: "s") { call in run(call, .disconnect(device: text(call, 0))) },
+            DBusMethod("SetOutOfRange", in: "sd") { call in
+                run(call, .outOfRange(device: text(call, 0), seconds: number(call, 1)))
+            },
+            DBusMethod("SetPacketLoss", in: "sd") { call in
+                run(call, .packetLoss(device: text(call, 0), rate: number(call, 1)))
+            },
+            DBusMethod("SetCorruption", in: "sd") { call in
+                run(call, .corruption(device: text(call, 0), rate: number(call, 1)))
+            },
+            DBusMethod("SetPowered", in: "b") { [weak self] call in
+                self?.setPowered(call.arguments[0].bool ?? true)
+                call.reply()
+            },
+            DBusMethod("PowerCycle", in: "d") { call in
+                run(call, .powerOff(seconds: max(number(call, 0), 0.001)))
+            },
+            DBusMethod("RestartService", in: "d") { call in run(call, .restart(seconds: number(call, 0))) },
+            DBusMethod("PressTag", in: "s") { call in run(call, .tag(device: text(call, 0))) },
+            DBusMethod("InjectError", in: "sssu") { call in
+                let count = Int(call.arguments[3].int64 ?? 0)
+                run(call, .error(method: text(call, 0), name: text(call, 1), message: text(call, 2), count: count))
+            },
+            DBusMethod("Stats", out: "a{sv}") { [weak self] call in
+                guard let self else { return }
+                call.reply([self.statistics()])
+            },
+        ]
         try connection.objects.export(Simulator.controlPath, interfaces: [
             DBusInterface(name: Simulator.controlInterface, properties: [
                 ("Devices", DBusProperty(.uint32(UInt32(self.devices.count)))),
-            ], methods: [
-                DBusMethod("Disconnect", in: "s") { call in run(call, .disconnect(device: text(call, 0))) },
-                DBusMethod("SetOutOfRange", in: "sd") { call in
-                    run(call, .outOfRange(device: text(call, 0), seconds: number(call, 1)))
-                },
-                DBusMethod("SetPacketLoss", in: "sd") { call in
-                    run(call, .packetLoss(device: text(call, 0), rate: number(call, 1)))
-                },
-                DBusMethod("SetCorruption", in: "sd") { call in
-                    run(call, .corruption(device: text(call, 0), rate: number(call, 1)))
-                },
-                DBusMethod("SetPowered", in: "b") { [weak self] call in
-                    self?.setPowered(call.arguments[0].bool ?? true)
-                    call.reply()
-                },
-                DBusMethod("PowerCycle", in: "d") { call in
-                    run(call, .powerOff(seconds: max(number(call, 0), 0.001)))
-                },
-                DBusMethod("RestartService", in: "d") { call in run(call, .restart(seconds: number(call, 0))) },
-                DBusMethod("PressTag", in: "s") { call in run(call, .tag(device: text(call, 0))) },
-                DBusMethod("InjectError", in: "sssu") { call in
-                    let count = Int(call.arguments[3].int64 ?? 0)
-                    run(call, .error(method: text(call, 0), name: text(call, 1), message: text(call, 2), count: count))
-                },
-                DBusMethod("Stats", out: "a{sv}") { [weak self] call in
-                    guard let self else { return }
-                    call.reply([self.statistics()])
-                },
-            ]),
+            ], methods: methods + self.wardControlMethods(text: text, number: number)),
         ])
     }
 

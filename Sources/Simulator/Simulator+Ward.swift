@@ -72,6 +72,38 @@ extension Simulator {
         self.ward?.sessions[device.index] = device.sessions
     }
 
+    /// The control methods of a board (none without a ward): `Walk(s DEVICE, d X, d Y, d SECONDS)` — the devices
+    /// walk from where they are to (X, Y) in SECONDS, on any board's bus, for the whole ward — and
+    /// `RadioOff(d SECONDS)`, this board's radio deaf for SECONDS (as a `radio_off` event).
+    func wardControlMethods(text: @escaping (DBusMethodCall, Int) -> String,
+                            number: @escaping (DBusMethodCall, Int) -> Double) -> [DBusMethod]
+    {
+        guard self.ward != nil else { return [] }
+        return [
+            DBusMethod("Walk", in: "sddd") { [weak self] call in
+                guard let self, let ward = self.ward else { return }
+                let selector = text(call, 0)
+                let targets = self.devices(matching: selector)
+                guard !targets.isEmpty else {
+                    return call.fail(DBusError(name: Simulator.controlErrorPrefix + "InvalidArguments",
+                                               message: "no device matches '\(selector)'"))
+                }
+                let now = self.now
+                for device in targets {
+                    ward.walk(device, toX: number(call, 1), y: number(call, 2), over: number(call, 3), at: now,
+                              board: self.boardIndex)
+                }
+                call.reply()
+            },
+            DBusMethod("RadioOff", in: "d") { [weak self] call in
+                guard let self, let ward = self.ward else { return }
+                ward.apply(WardEvent(at: self.now, board: self.boardIndex,
+                                     action: .radioOff(seconds: max(number(call, 0), 0.001))))
+                call.reply()
+            },
+        ]
+    }
+
     /// `Stats` keys of a board: its name.
     func wardStatistics() -> [(String, DBusValue)] {
         guard self.ward != nil else { return [] }

@@ -17,7 +17,8 @@ import Posix
 /// Owned by the loop thread, as the simulators are.
 final class Ward {
     let scenario: WardScenario
-    let routes: [Int: WardRoute]
+    /// The walks by device index; the control interface's `Walk` replaces one.
+    private(set) var routes: [Int: WardRoute]
     let seed: UInt64
     let loop: EventLoop
     let logger: Logger
@@ -101,6 +102,19 @@ final class Ward {
     /// Where wristband `device` is at simulator time `t`.
     func position(of device: Int, at t: Double) -> (x: Double, y: Double) {
         self.routes[device]?.position(at: t) ?? (0, 0)
+    }
+
+    /// From now on `device` walks in a straight line from where it is at `t` to (`x`, `y`), arriving `seconds` later,
+    /// and stays there (the control interface's `Walk`; its scripted route is forgotten).
+    func walk(_ device: SimulatedDevice, toX x: Double, y: Double, over seconds: Double, at t: Double, board: Int) {
+        let extent = Scenario.wardExtent
+        let to = (x: min(max(x, extent.lowerBound), extent.upperBound), y: min(max(y, extent.lowerBound),
+                                                                                  extent.upperBound))
+        let from = self.position(of: device.index, at: t)
+        let arrival = t + max(seconds, 0)
+        self.routes[device.index] = WardRoute([WardWaypoint(t: t, x: from.x, y: from.y),
+                                               WardWaypoint(t: arrival, x: to.x, y: to.y)])
+        self.record(board: board, device, "walk", "to \(to.x) \(to.y) by \(TruthRecorder.time(arrival)) s")
     }
 
     func distance(of device: Int, toBoard board: Int, at t: Double) -> Double {

@@ -236,6 +236,34 @@ final class WardHarness {
         #expect(a.serial == b.serial && a.path == b.path)
     }
 
+    @Test func theControlInterfaceWalksAWristbandAndSilencesABoard() throws {
+        let h = try WardHarness(Self.twoBoards)
+        defer { h.close() }
+        func control(_ board: Int, _ member: String, _ arguments: [DBusValue]) -> Bool {
+            h.call(board, Simulator.controlPath, Simulator.controlInterface, member, arguments,
+                   destination: Simulator.controlName).isSuccess
+        }
+        #expect(h.startDiscovery(0) && h.startDiscovery(1))
+        #expect(h.wait { h.exported(0) && h.exported(1) })
+        #expect(h.device(0, "Connect").isSuccess)
+        // Walked away on b's bus: the whole ward's wristband moves, a loses the link.
+        #expect(control(1, "Walk", [.string("a00101"), .double(40), .double(0), .double(0)]))
+        #expect(h.wait(limit: 3) { h.ward.holder(of: 1) == nil })
+        #expect(h.property(0, "Connected") == .boolean(false))
+        #expect(!control(1, "Walk", [.string("nobody"), .double(0), .double(0), .double(0)]))
+        #expect(control(0, "Walk", [.string("*"), .double(.nan), .double(0), .double(0)]), "NaN is clamped")
+        #expect(h.ward.position(of: 1, at: h.ward.now + 1) == (0, 0))
+        #expect(control(0, "Walk", [.string("1"), .double(9), .double(0), .double(0)]))
+        #expect(h.wait(limit: 3) { h.property(1, "RSSI") == .int16(-59) })
+        // b's radio fails: its Connect is refused; a, 9 m away, still connects.
+        #expect(control(1, "RadioOff", [.double(5)]))
+        #expect(!h.device(1, "Connect").isSuccess)
+        #expect(h.device(0, "Connect").isSuccess)
+        let rows = h.wardRows().map { "\($0.board) \($0.event)" }
+        #expect(rows == ["a connect", "b walk", "a disconnect", "a walk", "a walk", "b radio_off", "b refused",
+                         "a connect"])
+    }
+
     @Test func sessionsContinueOnTheNextBoard() throws {
         let h = try WardHarness(Self.twoBoards)
         defer { h.close() }
