@@ -18,8 +18,10 @@ public struct WardBoard: Hashable, Sendable {
     /// Whether `name` may name a board.
     static func isValidName(_ name: String) -> Bool {
         (1...32).contains(name.utf8.count) && name.utf8.allSatisfy { c in
-            (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
-                || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
+            let letter = (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z"))
+                || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
+            let digit = c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")
+            return letter || digit || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
         }
     }
 }
