@@ -17,6 +17,7 @@ import pytest
 
 from conftest import bin_dir
 from simrig import BUS_CONFIG, stop
+import wardtruth
 
 DEVICE = "/org/bluez/hci0/dev_00_07_80_A0_01_01"
 ADAPTER = "/org/bluez/hci0"
@@ -175,8 +176,22 @@ def test_a_wristband_connected_on_one_board_is_unreachable_and_unheard_on_the_ot
             assert [(r["board"], r["serial"], r["event"]) for r in rows] == [
                 ("a", "a00101", "connect"), ("b", "a00101", "refused"), ("a", "a00101", "disconnect")]
             assert rows[1]["reason"] == "connected to a"
+            assert wardtruth.overlaps(rows) == []
+            assert 0.5 < wardtruth.connected_seconds(rows, "a00101") < 5
             assert all(float(r["wall"]) - float(r["t"]) == pytest.approx(float(rows[0]["wall"]) - float(rows[0]["t"]),
                                                                          abs=1e-5) for r in rows)
         finally:
             for process in reversed(processes):
                 stop(process)
+
+
+def test_the_ward_truth_reader_finds_two_boards_at_once():
+    def row(t, board, serial, event):
+        return {"t": str(t), "wall": str(1e9 + t), "board": board, "serial": serial, "event": event, "reason": ""}
+    fine = [row(1, "a", "s1", "connect"), row(2, "b", "s1", "refused"), row(3, "a", "s1", "disconnect"),
+            row(3.5, "b", "", "radio_off"), row(4, "b", "s1", "connect"), row(5, "a", "s2", "connect")]
+    assert wardtruth.overlaps(fine, end=10) == []
+    assert wardtruth.links(fine, end=10) == {"s1": [("a", 1, 3), ("b", 4, 10)], "s2": [("a", 5, 10)]}
+    assert wardtruth.connected_seconds(fine, "s1", end=10) == 8
+    both = fine + [row(6, "a", "s1", "connect")]
+    assert wardtruth.overlaps(both, end=10) == [("s1", ("b", 4, 10), ("a", 6, 10))]
