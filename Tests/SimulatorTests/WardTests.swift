@@ -25,13 +25,14 @@ final class WardHarness {
     static let adapter = "/org/bluez/hci0"
 
     /// - Parameter ward: the `[ward]` and `[[device]]` tables; two boards called `a` and `b` are expected.
-    init(_ ward: String, devices: Int = 1) throws {
+    /// - Parameter connectTimeout: `connect_timeout_s`.
+    init(_ ward: String, devices: Int = 1, connectTimeout: Double = 0.5) throws {
         var scenario = try Scenario.parse(ward)
         scenario.timing.connectMilliseconds = 50
         scenario.timing.servicesMilliseconds = 20
         scenario.timing.disconnectMilliseconds = 20
         scenario.timing.linkDownMilliseconds = 30
-        scenario.timing.connectTimeoutSeconds = 0.5
+        scenario.timing.connectTimeoutSeconds = connectTimeout
         let wardScenario = try #require(scenario.ward)
         self.buses = [try TestBus(), try TestBus()]
         self.loop = try EventLoop()
@@ -221,6 +222,26 @@ final class WardHarness {
         let rows = h.wardRows().map { "\($0.board) \($0.event)" }
         let name = winner == 0 ? "a" : "b"
         #expect(rows == ["\(name) connect", "\(winner == 0 ? "b" : "a") refused"])
+    }
+
+    @Test func aWaitingConnectSucceedsWhenTheOtherBoardLetsGo() throws {
+        let h = try WardHarness(Self.twoBoards, connectTimeout: 3)
+        defer { h.close() }
+        #expect(h.startDiscovery(0) && h.startDiscovery(1))
+        #expect(h.wait { h.exported(0) && h.exported(1) })
+        #expect(h.device(0, "Connect").isSuccess)
+        var waiting: Result<[DBusValue], DBusError>?
+        h.clients[1].call(destination: Simulator.busName, path: WardHarness.device, interface: "org.bluez.Device1",
+                          member: "Connect", arguments: [], timeout: .seconds(10)) { waiting = $0 }
+        h.loop.run(forSeconds: 0.5)
+        #expect(waiting == nil, "b's initiator is still listening")
+        // Break before make: a lets go, and b's pending Connect gets the wristband's next advertisement.
+        #expect(h.device(0, "Disconnect").isSuccess)
+        #expect(h.wait(limit: 3) { waiting != nil })
+        #expect(waiting?.isSuccess == true)
+        #expect(h.ward.holder(of: 1) == 1)
+        let rows = h.wardRows().map { "\($0.board) \($0.event)" }
+        #expect(rows == ["a connect", "b refused", "a disconnect", "b connect"])
     }
 
     @Test func everyBoardSeesTheSamePhysiology() throws {
