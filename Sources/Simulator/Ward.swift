@@ -12,7 +12,8 @@ import Posix
 /// Every board keeps its own view of a wristband (exported, discovered, connected *on that bus*); the ward decides
 /// what no board may decide alone: whether the wristband is heard there (distance, the board's radio) and whether it
 /// is free (``holder(of:)``). A wristband holds one link: it stops advertising as soon as a link is up, so another
-/// board's `Connect` finds nobody to answer and times out as bluetoothd's does.
+/// board's `Connect` finds nobody to answer, listens on and times out as bluetoothd's does unless the wristband comes
+/// free first (``Simulator/awaitAdvertisement(_:until:)``).
 ///
 /// Owned by the loop thread, as the simulators are.
 final class Ward {
