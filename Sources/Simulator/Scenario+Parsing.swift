@@ -13,6 +13,7 @@ extension Scenario {
             throw ScenarioError(error.message, at: error.position)
         }
         var scenario = Scenario()
+        var routePosition: SourcePosition?
         for entry in document.entries {
             switch entry.key {
             case "timing":
@@ -39,6 +40,11 @@ extension Scenario {
                         scenario.kinds[index] = parsed
                         rest.entries.removeAll { $0.key == "kind" }
                     }
+                    if let route = rest.entry("route") {
+                        scenario.routes[index] = try Self.route(route.value)
+                        routePosition = routePosition ?? route.keyPosition
+                        rest.entries.removeAll { $0.key == "route" }
+                    }
                     if rest["heart_rate"] != nil { scenario.explicitHeartRates.insert(index) }
                     var ignored = scenario
                     scenario.devices[index] = try Self.physiology(rest, base: scenario.physiology, allowRange: false,
@@ -50,11 +56,15 @@ extension Scenario {
                 }
             case "hostile":
                 for item in try Self.tables(entry.value, "hostile") { scenario.hostile.append(try Self.hostile(item)) }
+            case "ward":
+                scenario.ward = try Self.ward(try Self.table(entry.value, "ward"), at: entry.keyPosition)
             default:
-                throw ScenarioError(
-                    "unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault, hostile)",
-                    at: entry.keyPosition)
+                throw ScenarioError("unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, "
+                                    + "fault, hostile, ward)", at: entry.keyPosition)
             }
+        }
+        if let routePosition, scenario.ward == nil {
+            throw ScenarioError("'route' needs a [ward] (run with --ward)", at: routePosition)
         }
         // A [[device]] table copies [physiology] as it stands at that point of the file: write [physiology] first.
         scenario.faults.sort { $0.at < $1.at }

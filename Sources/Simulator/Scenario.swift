@@ -17,6 +17,10 @@ public struct Scenario: Hashable, Sendable {
     public var faults: [ScheduledFault] = []
     /// Wristbands whose bluetoothd breaks BlueZ's contract (`[[hostile]]`, Scenario+Hostile.swift).
     public var hostile: [HostileBehaviour] = []
+    /// The ward of a `--ward` scenario (`[ward]`, Scenario+Ward.swift); `nil` for one board.
+    public var ward: WardScenario?
+    /// Wristbands' walks through the ward by 1-based index (`[[device]] route`); the others stand at the origin.
+    public var routes: [Int: WardRoute] = [:]
 
     public init() {}
 }

@@ -176,7 +176,11 @@ extension Simulator {
     /// temporary devices time out; monitors lose silent devices.
     func radioTick() {
         guard self.bluez != nil else { return }
-        for device in self.devices { device.stepRSSI() }
+        if let ward = self.ward {
+            self.wardRadioTick(ward)
+        } else {
+            for device in self.devices { device.stepRSSI() }
+        }
         let now = self.now
         let discovering = self.discoveringSince != nil
         // bluetoothd restarts its LE scan every ~10 s and then announces each device's RSSI again.
@@ -207,7 +211,7 @@ extension Simulator {
     func advertise(onlyNew: Bool, scanRestarted: Bool = false) {
         guard self.powered, self.bluez != nil else { return }
         let now = self.now
-        for device in self.devices where device.isAdvertising(at: now) {
+        for device in self.devices where device.isAdvertising(at: now) && self.wardListens(device, at: now) {
             if onlyNew && device.rssiPresent { continue }
             var seen = false
             if self.discoveringSince != nil && self.passesDiscoveryFilters(device) {

@@ -19,38 +19,39 @@ extension Simulator {
             guard let value = call.arguments[index].double, value.isFinite else { return 0 }
             return min(max(value, -1e6), 1e6)
         }
+        let methods: [DBusMethod] = [
+            DBusMethod("Disconnect", in: "s") { call in run(call, .disconnect(device: text(call, 0))) },
+            DBusMethod("SetOutOfRange", in: "sd") { call in
+                run(call, .outOfRange(device: text(call, 0), seconds: number(call, 1)))
+            },
+            DBusMethod("SetPacketLoss", in: "sd") { call in
+                run(call, .packetLoss(device: text(call, 0), rate: number(call, 1)))
+            },
+            DBusMethod("SetCorruption", in: "sd") { call in
+                run(call, .corruption(device: text(call, 0), rate: number(call, 1)))
+            },
+            DBusMethod("SetPowered", in: "b") { [weak self] call in
+                self?.setPowered(call.arguments[0].bool ?? true)
+                call.reply()
+            },
+            DBusMethod("PowerCycle", in: "d") { call in
+                run(call, .powerOff(seconds: max(number(call, 0), 0.001)))
+            },
+            DBusMethod("RestartService", in: "d") { call in run(call, .restart(seconds: number(call, 0))) },
+            DBusMethod("PressTag", in: "s") { call in run(call, .tag(device: text(call, 0))) },
+            DBusMethod("InjectError", in: "sssu") { call in
+                let count = Int(call.arguments[3].int64 ?? 0)
+                run(call, .error(method: text(call, 0), name: text(call, 1), message: text(call, 2), count: count))
+            },
+            DBusMethod("Stats", out: "a{sv}") { [weak self] call in
+                guard let self else { return }
+                call.reply([self.statistics()])
+            },
+        ]
         try connection.objects.export(Simulator.controlPath, interfaces: [
             DBusInterface(name: Simulator.controlInterface, properties: [
                 ("Devices", DBusProperty(.uint32(UInt32(self.devices.count)))),
-            ], methods: [
-                DBusMethod("Disconnect", in: "s") { call in run(call, .disconnect(device: text(call, 0))) },
-                DBusMethod("SetOutOfRange", in: "sd") { call in
-                    run(call, .outOfRange(device: text(call, 0), seconds: number(call, 1)))
-                },
-                DBusMethod("SetPacketLoss", in: "sd") { call in
-                    run(call, .packetLoss(device: text(call, 0), rate: number(call, 1)))
-                },
-                DBusMethod("SetCorruption", in: "sd") { call in
-                    run(call, .corruption(device: text(call, 0), rate: number(call, 1)))
-                },
-                DBusMethod("SetPowered", in: "b") { [weak self] call in
-                    self?.setPowered(call.arguments[0].bool ?? true)
-                    call.reply()
-                },
-                DBusMethod("PowerCycle", in: "d") { call in
-                    run(call, .powerOff(seconds: max(number(call, 0), 0.001)))
-                },
-                DBusMethod("RestartService", in: "d") { call in run(call, .restart(seconds: number(call, 0))) },
-                DBusMethod("PressTag", in: "s") { call in run(call, .tag(device: text(call, 0))) },
-                DBusMethod("InjectError", in: "sssu") { call in
-                    let count = Int(call.arguments[3].int64 ?? 0)
-                    run(call, .error(method: text(call, 0), name: text(call, 1), message: text(call, 2), count: count))
-                },
-                DBusMethod("Stats", out: "a{sv}") { [weak self] call in
-                    guard let self else { return }
-                    call.reply([self.statistics()])
-                },
-            ]),
+            ], methods: methods + self.wardControlMethods(text: text, number: number)),
         ])
     }
 
@@ -60,14 +61,14 @@ extension Simulator {
         let devices = self.devices.map { device -> DBusValue.DictionaryEntry in
             var notifications: UInt64 = 0
             for characteristic in device.characteristics { notifications += characteristic.notifications }
-            return .init(.string(device.serial), .properties([
+            let properties: [(String, DBusValue)] = [
                 ("address", .string(device.addressString)),
                 ("path", .objectPath(device.path)),
                 ("heart_rate", .double(device.physiology.parameters.heartRate)),
                 ("exported", .boolean(device.exported)),
                 ("connected", .boolean(device.state == .connected)),
                 ("streaming", .boolean(device.state == .connected && device.session != nil)),
-                ("in_range", .boolean(device.isInRange(at: now))),
+                ("in_range", .boolean(device.isInRange(at: now) && self.wardReachable(device, at: now))),
                 ("rssi", .int16(device.rssi)),
                 ("connects", .uint32(UInt32(clamping: device.connects))),
                 ("sessions", .uint32(UInt32(clamping: device.sessions))),
@@ -77,9 +78,10 @@ extension Simulator {
                 ("overflowed", .uint64(device.overflowed)),
                 ("packet_loss", .double(device.packetLoss)),
                 ("corruption", .double(device.corruption)),
-            ]))
+            ]
+            return .init(.string(device.serial), .properties(properties + self.wardDeviceStatistics(device, at: now)))
         }
-        return .properties([
+        let properties: [(String, DBusValue)] = [
             ("uptime", .double(now)),
             ("service_up", .boolean(self.serviceUp)),
             ("bus_name_owner", .string(self.bluez?.uniqueName ?? "")),
@@ -97,6 +99,7 @@ extension Simulator {
             ("subscribing", .uint32(UInt32(clamping: self.subscribing.values.reduce(0, +)))),
             ("left_while_subscribing", .uint32(UInt32(clamping: self.departedWhileSubscribing.count))),
             ("devices", .dictionary(key: "s", value: "a{sv}", devices)),
-        ])
+        ]
+        return .properties(properties + self.wardStatistics())
     }
 }

@@ -94,14 +94,12 @@ extension Simulator {
         device.state = .connecting
         device.pendingConnect = call
         let timing = self.scenario.timing
-        guard device.isInRange(at: self.now) else {
-            device.connectTimer = self.after(milliseconds: Int(timing.connectTimeoutSeconds * 1000)) {
-                [weak self, weak device] in
-                guard let self, let device, device.state == .connecting else { return }
-                device.state = .disconnected
-                device.lastActivity = self.now
-                device.pendingConnect?.fail(BlueZError.failed("le-connection-abort-by-local"))
-                device.pendingConnect = nil
+        let started = self.now
+        guard device.isInRange(at: started) && self.wardAccepts(device, at: started) else {
+            if self.ward != nil && device.isInRange(at: started) {
+                self.awaitAdvertisement(device, until: started + timing.connectTimeoutSeconds)
+            } else {
+                self.failConnect(device, after: Int(timing.connectTimeoutSeconds * 1000))
             }
             return
         }
@@ -110,7 +108,50 @@ extension Simulator {
         let delay = timing.connectMilliseconds + jitter
         device.connectTimer = self.after(milliseconds: delay) { [weak self, weak device] in
             guard let self, let device, device.state == .connecting else { return }
+            // In a ward the wristband may have gone to another board (or away) meanwhile: it no longer advertises
+            // to us, and our initiator waits out the rest of the timeout.
+            guard self.wardClaims(device, at: self.now) else {
+                self.awaitAdvertisement(device, until: started + timing.connectTimeoutSeconds)
+                return
+            }
             self.linkCameUp(device)
+        }
+    }
+
+    /// A ward board's `Connect` to a wristband that does not answer it (connected to another board, out of range,
+    /// the radio deaf): like bluetoothd's LE initiator, it keeps listening, connects if the wristband advertises to
+    /// this board again before `deadline` (checked every 100 ms; the link is up `connect_ms` later) and fails at the
+    /// deadline otherwise.
+    func awaitAdvertisement(_ device: SimulatedDevice, until deadline: Double) {
+        device.connectTimer = self.after(milliseconds: 100) { [weak self, weak device] in
+            guard let self, let device, device.state == .connecting else { return }
+            let now = self.now
+            guard now < deadline else { return self.failConnect(device, after: 0) }
+            guard device.isInRange(at: now) && self.wardReachable(device, at: now) else {
+                return self.awaitAdvertisement(device, until: deadline)
+            }
+            device.connectTimer = self.after(milliseconds: self.scenario.timing.connectMilliseconds) {
+                [weak self, weak device] in
+                guard let self, let device, device.state == .connecting else { return }
+                if self.wardClaims(device, at: self.now) {
+                    self.linkCameUp(device)
+                } else {
+                    self.awaitAdvertisement(device, until: deadline)
+                }
+            }
+        }
+    }
+
+    /// A `Connect` nobody answers: bluetoothd's LE initiator gives up after the timeout and the call fails with
+    /// `org.bluez.Error.Failed: le-connection-abort-by-local` (src/device.c, the kernel's connect timeout).
+    func failConnect(_ device: SimulatedDevice, after milliseconds: Int) {
+        device.connectTimer = self.after(milliseconds: milliseconds) { [weak self, weak device] in
+            guard let self, let device, device.state == .connecting else { return }
+            device.connectTimer = nil
+            device.state = .disconnected
+            device.lastActivity = self.now
+            device.pendingConnect?.fail(BlueZError.failed("le-connection-abort-by-local"))
+            device.pendingConnect = nil
         }
     }
 
@@ -235,6 +276,7 @@ extension Simulator {
             self.setProperty(device.path, Simulator.deviceInterface, "Connected", .boolean(false), emit: false)
             changed.append(("Connected", .boolean(false)))
             self.logger.info("\(device.addressString) disconnected: \(reason)")
+            self.ward?.release(device, board: self.boardIndex, reason: reason)
         }
         if emit { self.emitPropertiesChanged(device.path, Simulator.deviceInterface, changed) }
     }

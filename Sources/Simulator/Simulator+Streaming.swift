@@ -8,7 +8,7 @@ import E4
 /// acquired fd and/or as `PropertiesChanged(Value)`, as bluetoothd sends them.
 extension Simulator: PacketEmitter {
     func startStreaming(_ device: SimulatedDevice) {
-        self.beginSession(device)
+        self.beginBoardSession(device)
     }
 
     /// The streaming tick: every device with a session emits what is due.
@@ -18,7 +18,7 @@ extension Simulator: PacketEmitter {
             let tags = device.physiology.tags(through: now)
             // A strap streams once its services are resolved: there is no start command.
             if device.kind == .hrs, device.state == .connected, device.servicesResolved, device.session == nil {
-                self.beginSession(device)
+                self.beginBoardSession(device)
             }
             guard device.state == .connected, var session = device.session else { continue }
             self.emitDue(device, &session, now: now, tags: tags)

@@ -56,8 +56,12 @@ public final class Simulator {
     /// Clients that left the bus while ``subscribing`` (bluetoothd 5.66 uses freed memory then: bluez/bluez#1784).
     var departedWhileSubscribing: Set<String> = []
 
-    let startInstant: MonotonicInstant
-    let startWall: Double
+    /// The clock's origin; a ward's boards share the ward's (``Ward/join(_:truths:)``).
+    var startInstant: MonotonicInstant
+    var startWall: Double
+    /// The ward this simulator is one board of (`--ward`), and which; `nil` for a lone board (Simulator+Ward.swift).
+    weak var ward: Ward?
+    var boardIndex = 0
     var tickTimer: TimerHandle?
     var secondTimer: TimerHandle?
     var faultTimers: [TimerHandle] = []

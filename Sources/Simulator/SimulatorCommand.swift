@@ -13,13 +13,18 @@ public enum SimulatorCommand {
                             [--truth DIR] [--log-level error|warn|info|debug]
                empalink-sim --peripheral --adapter hciN [--system|--bus ADDRESS] [--devices 1] [--seed S]
                             [--scenario FILE] [--truth DIR] [--adapter-timeout S] [--log-level L]
+               empalink-sim --ward FILE [--bus BOARD=ADDRESS ...] --devices N [--hrs N] [--seed S] [--truth DIR]
+                            [--log-level L]
 
         The first form serves simulated wristbands as a BlueZ look-alike (it owns org.bluez on the bus). The
         second is the peripheral face: one simulated E4 registered with the real bluetoothd as a GATT
-        application and advertised on the adapter, for centrals over the air.
+        application and advertised on the adapter, for centrals over the air. The third is a ward: one BlueZ
+        look-alike per board of the ward scenario, each on its own bus, sharing wristbands that walk between
+        them (one board connected to a wristband at a time).
 
         options:
-          --bus ADDRESS    serve on this D-Bus address (e.g. unix:path=/tmp/bus)
+          --bus ADDRESS    serve on this D-Bus address (e.g. unix:path=/tmp/bus); with --ward,
+                           BOARD=ADDRESS gives that board's bus (else its 'bus' in the scenario)
           --system         serve on the system bus ($DBUS_SYSTEM_BUS_ADDRESS or the standard socket;
                            the default with --peripheral)
           --session        serve on the session bus ($DBUS_SESSION_BUS_ADDRESS)
@@ -30,7 +35,9 @@ public enum SimulatorCommand {
                            A0:9E:1A:B0:01:kk (serial b001kk); --devices + --hrs at most 255
           --seed S         seed of every signal and random choice (default 1)
           --scenario FILE  timing, physiology and scheduled faults (TOML; see Docs/simulator.md)
-          --truth DIR      write the exact truth per device to DIR/<serial>/
+          --ward FILE      a ward scenario ([ward], [[ward.board]], routes; see Docs/simulator.md),
+                           instead of --scenario
+          --truth DIR      write the exact truth per device to DIR/<serial>/ (a ward also DIR/ward.csv)
           --peripheral     be a GATT peripheral of the real bluetoothd instead of simulating it
           --adapter hciN   the adapter the peripheral registers on and advertises from (with --peripheral)
           --adapter-timeout S
@@ -47,6 +54,7 @@ public enum SimulatorCommand {
         var options = SimulatorOptions()
         var sawDevices = false
         var sawAdapterTimeout = false
+        var buses: [String] = []
         var index = 0
         func value(_ name: String) -> String? {
             guard index + 1 < arguments.count else { return nil }
@@ -65,6 +73,10 @@ public enum SimulatorCommand {
             case "--bus":
                 guard let address = next(), !address.isEmpty else { return .failure(.init("--bus needs an ADDRESS")) }
                 options.bus = .address(address)
+                buses.append(address)
+            case "--ward":
+                guard let path = next(), !path.isEmpty else { return .failure(.init("--ward needs a FILE")) }
+                options.wardPath = path
             case "--system": options.bus = .system
             case "--session": options.bus = .session
             case "--devices":
@@ -120,6 +132,10 @@ public enum SimulatorCommand {
             return .failure(.init(options.devices == 0 ? "--devices 0 needs --hrs N"
                                                       : "--devices and --hrs make at most 255 devices"))
         }
+        if options.wardPath != nil {
+            return self.validateWard(options, buses: buses, sawDevices: sawDevices,
+                                     sawAdapterTimeout: sawAdapterTimeout)
+        }
         if options.peripheral {
             guard options.adapter != nil else { return .failure(.init("--peripheral needs --adapter hciN")) }
             guard options.devices + options.heartRateStraps == 1 else {
@@ -161,6 +177,7 @@ public enum SimulatorCommand {
             Console.out(self.usage + "\n")
             return 0
         }
+        if let wardPath = options.wardPath { return self.runWard(options, path: wardPath) }
         var scenario = Scenario()
         if let path = options.scenarioPath {
             let bytes: [UInt8]
@@ -174,6 +191,10 @@ public enum SimulatorCommand {
                 scenario = try Scenario.parse(String(decoding: bytes, as: UTF8.self))
             } catch {
                 Console.err("\(path):\(error.position): error: \(error.message)")
+                return 2
+            }
+            if scenario.ward != nil {
+                Console.err("empalink-sim: \(path) is a ward scenario ([ward]): run it with --ward \(path)")
                 return 2
             }
         }

@@ -23,6 +23,21 @@ public struct SimulatorOptions: Equatable, Sendable {
     public var adapter: String?
     /// Seconds to wait for bluetoothd, the adapter and its power, with `--peripheral`.
     public var adapterTimeout = 30.0
+    /// The ward scenario (`--ward FILE`): one process, one BlueZ face per board.
+    public var wardPath: String?
+    /// With `--ward`: each `--bus NAME=ADDRESS`, in command-line order.
+    public var boardBuses: [BoardBus] = []
+
+    /// A board's bus given on the command line (`--bus NAME=ADDRESS` with `--ward`).
+    public struct BoardBus: Equatable, Sendable {
+        public var board: String
+        public var address: String
+
+        public init(board: String, address: String) {
+            self.board = board
+            self.address = address
+        }
+    }
 
     public init() {}
 }
