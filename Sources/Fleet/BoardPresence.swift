@@ -60,7 +60,9 @@ public struct BoardPresence: Hashable, Sendable {
         for item in items {
             let adapter = try FleetFields(try item.members(of: "adapters[]"), allowed: ["name", "capacity", "free"])
             let name = try adapter.string("name")
-            guard FleetProtocol.isIdentifier(name) else { throw .outOfRange(field: "name", text: String(name.prefix(24))) }
+            guard FleetProtocol.isIdentifier(name) else {
+                throw .outOfRange(field: "name", text: String(name.prefix(24)))
+            }
             let capacity = Int(try adapter.unsigned("capacity", in: 0...UInt64(Self.maximumCapacity)))
             let free = Int(try adapter.unsigned("free", in: 0...UInt64(capacity)))
             adapters.append(AdapterSlots(name: name, capacity: capacity, free: free))

@@ -331,10 +331,15 @@ public struct FleetCoordinator: Sendable {
     }
 
     /// Folds a lease into the wristband's view: the lease that ``Lease/beats(_:)`` the others is kept; the same
-    /// holder's lease of the same epoch only moves its state forward and extends its life.
+    /// lease again (holder, epoch and score) only moves its state forward and extends its life. The view is then the
+    /// same whatever order the leases came in: the winner is the maximum, and every message of it is merged from
+    /// the first on (a message of another score is another contestant, so a forged or garbled score cannot borrow
+    /// the winner's state).
     private mutating func merge(_ lease: Lease, into serial: String, _ now: Double, _ out: inout [Action]) {
         guard var band = self.bands[serial] else { return }
-        if var top = band.top, top.holder == lease.holder, top.epoch == lease.epoch {
+        if var top = band.top, top.holder == lease.holder, top.epoch == lease.epoch,
+           top.scoreTenths == lease.scoreTenths
+        {
             if lease.state.rank > top.state.rank { top.state = lease.state }
             top.ttl = lease.ttl
             band.top = top

@@ -59,7 +59,9 @@ enum FleetJSON: Equatable, Sendable {
         }
 
         mutating func value(depth: Int) throws(FleetDecodeError) -> FleetJSON {
-            guard depth <= FleetJSON.maximumDepth else { throw self.error("nested deeper than \(FleetJSON.maximumDepth)") }
+            guard depth <= FleetJSON.maximumDepth else {
+                throw self.error("nested deeper than \(FleetJSON.maximumDepth)")
+            }
             self.skipSpace()
             guard self.index < self.bytes.count else { throw self.error("unexpected end") }
             switch self.bytes[self.index] {
@@ -224,12 +226,16 @@ struct FleetFields {
     }
 
     func bool(_ key: String) throws(FleetDecodeError) -> Bool {
-        guard case .bool(let value) = try self.required(key) else { throw .wrongType(field: key, expected: "a boolean") }
+        guard case .bool(let value) = try self.required(key) else {
+            throw .wrongType(field: key, expected: "a boolean")
+        }
         return value
     }
 
     func string(_ key: String) throws(FleetDecodeError) -> String {
-        guard case .string(let value) = try self.required(key) else { throw .wrongType(field: key, expected: "a string") }
+        guard case .string(let value) = try self.required(key) else {
+            throw .wrongType(field: key, expected: "a string")
+        }
         return value
     }
 

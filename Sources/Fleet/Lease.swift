@@ -41,7 +41,7 @@ public struct Lease: Hashable, Sendable {
     }
 
     /// Whether this lease beats `other` for the same wristband: a higher epoch, or in one epoch the higher score,
-    /// then the lower holder id. The same holder in the same epoch is the same lease (neither beats the other).
+    /// then the lower holder id. Leases equal in all three are the same lease (neither beats the other).
     public func beats(_ other: Lease) -> Bool {
         if self.epoch != other.epoch { return self.epoch > other.epoch }
         if self.scoreTenths != other.scoreTenths { return self.scoreTenths > other.scoreTenths }

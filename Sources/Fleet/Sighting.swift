@@ -32,7 +32,8 @@ public struct Sighting: Hashable, Sendable {
         let fields = try FleetFields(try FleetJSON.parse(bytes).members(of: "seen"), allowed: ["v", "rssi", "free"])
         try checkVersion(fields)
         let rssi = try fields.double("rssi", in: Self.rssiRange)
-        let free = try fields.unsigned("free", in: 0...UInt64(BoardPresence.maximumCapacity * BoardPresence.maximumAdapters))
+        let most = UInt64(BoardPresence.maximumCapacity * BoardPresence.maximumAdapters)
+        let free = try fields.unsigned("free", in: 0...most)
         return Sighting(rssiTenths: FleetJSONWriter.tenths(of: rssi), free: Int(free))
     }
 }

@@ -23,7 +23,8 @@ import Testing
     static func seenMessage(board: String, rssiTenths: Int, free: Int = 1, serial: String = serial)
         -> Coordinator.Event
     {
-        .message(topic: "p/fleet/seen/\(serial)/\(board)", payload: Sighting(rssiTenths: rssiTenths, free: free).encoded())
+        .message(topic: "p/fleet/seen/\(serial)/\(board)",
+                 payload: Sighting(rssiTenths: rssiTenths, free: free).encoded())
     }
 
     static func presenceMessage(board: String, online: Bool, session: UInt64) -> Coordinator.Event {
@@ -73,7 +74,9 @@ import Testing
     @Test func aFreeLeaseIsClaimedAfterTheGraceAndConnectedAfterTheSettle() {
         var board = Self.board()
         let connected = board.handle(.brokerConnected, now: 0)
-        #expect(connected.contains { if case .publish(let topic, _, true, nil) = $0 { topic == "p/fleet/board/b" } else { false } })
+        #expect(connected.contains {
+            if case .publish(let topic, _, true, nil) = $0 { topic == "p/fleet/board/b" } else { false }
+        })
         let early = Self.run(&board, from: 0, to: 9.75)
         #expect(Self.leases(early).isEmpty, "nothing is claimed during the grace")
         let claim = Self.run(&board, from: 10, to: 10)
@@ -129,6 +132,27 @@ import Testing
         outB += Self.run(&b, from: 10.25, to: 13, heard: [Self.serial: -60])
         #expect(Self.connects(outA) == ["9ff167@hci0"])
         #expect(Self.connects(outB).isEmpty)
+    }
+
+    /// The same leases in any order leave every board with the same view: 500 random sets, 8 orders each.
+    @Test func theLeaseViewDoesNotDependOnArrivalOrder() {
+        var random = SplitMix64(seed: 0x0DE7)
+        for _ in 0..<500 {
+            let leases = (0...random.below(6)).map { _ in
+                Lease(holder: ["a", "b", "c"][random.below(3)], epoch: UInt64(1 + random.below(3)),
+                      state: Lease.State.allCases[random.below(3)], ttl: 6, scoreTenths: [-600, -550][random.below(2)])
+            }
+            var views: [Lease?] = []
+            for _ in 0..<8 {
+                var board = Self.board("z")
+                _ = board.handle(.brokerConnected, now: 0)
+                for lease in leases.shuffled(using: &random) {
+                    _ = board.handle(Self.leaseMessage(lease), now: 1)
+                }
+                views.append(board.lease(of: Self.serial))
+            }
+            #expect(Set(views).count == 1, "\(leases)")
+        }
     }
 
     @Test func equalScoresGoToTheLowerBoardID() {

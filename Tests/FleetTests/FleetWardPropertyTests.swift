@@ -16,6 +16,7 @@ import Testing
     func neverTwoBoardsAtOnceAndEveryWristbandInRangeIsConnected(mode: Ward.Mode) {
         var worst = 1.0
         var overall = 0.0
+        var overlaps = (collisions: 0, doubles: 0)
         for seed in Self.seeds {
             var options = Ward.Options()
             options.mode = mode
@@ -26,33 +27,40 @@ import Testing
             let availability = ward.availability
             #expect(availability.overall >= 0.97, "seed \(seed): \(availability)")
             worst = min(worst, availability.worst)
+            overlaps.collisions += ward.collisions
+            overlaps.doubles += ward.doubleConnections
             overall += availability.overall / Double(Self.seeds.count)
         }
         print("fleet ward \(mode) static: \(Self.seeds.count) seeds, mean availability \(overall), "
-              + "worst wristband \(worst), collisions 0, double connections 0")
+              + "worst wristband \(worst), collisions \(overlaps.collisions), double connections \(overlaps.doubles)")
     }
 
     @Test(arguments: [Ward.Mode.e4, .strap])
     func movingWristbandsAreHandedOverBreakBeforeMake(mode: Ward.Mode) {
         var fenced = 0
         var handovers = 0
+        var overlaps = (collisions: 0, doubles: 0)
         for seed in Self.seeds {
             var options = Ward.Options()
             options.mode = mode
             options.moveEvery = 15
+            // At the delivery delay the settle window is documented for (D <= 0.5 s).
+            options.delay = 0.005...0.5
             var ward = Ward(seed: seed &+ 100, options: options)
             ward.run(until: options.duration)
             #expect(ward.collisions == 0, "seed \(seed): \(Self.describe(ward))")
             #expect(ward.doubleConnections == 0, "seed \(seed): \(Self.describe(ward))")
             fenced += ward.counters[.fenced, default: 0]
             handovers += ward.counters[.handoverClaimed, default: 0]
+            overlaps.collisions += ward.collisions
+            overlaps.doubles += ward.doubleConnections
         }
         if mode == .strap {
             // Straps are heard while connected: the rules are exercised, not just the radio's one-central limit.
             #expect(handovers > 0)
         }
         print("fleet ward \(mode) moving: \(Self.seeds.count) seeds, handover claims \(handovers), fenced \(fenced), "
-              + "collisions 0, double connections 0")
+              + "collisions \(overlaps.collisions), double connections \(overlaps.doubles)")
     }
 
     @Test(arguments: [(Ward.Mode.e4, true), (.e4, false), (.strap, true), (.strap, false)])
