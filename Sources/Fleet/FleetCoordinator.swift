@@ -22,7 +22,8 @@ public struct FleetCoordinator: Sendable {
     public enum Event: Sendable, Equatable {
         /// The board's periodic tick (every 250 ms is plenty): timers are evaluated here.
         case tick
-        /// An advertisement of wristband `serial` heard by `adapter` at `rssi` dBm.
+        /// An advertisement of wristband `serial` heard by `adapter` at `rssi` dBm. (The adapter is not used to
+        /// choose where to connect: connections go to the adapter with the most free slots.)
         case localSighting(serial: String, rssi: Double, adapter: String)
         /// A message received on a fleet topic; an empty payload is a retained message's deletion.
         case message(topic: String, payload: [UInt8])
@@ -152,7 +153,8 @@ public struct FleetCoordinator: Sendable {
     /// - Parameters:
     ///   - board: this board's id (`agent.id`), an identifier.
     ///   - prefix: `mqtt.topic_prefix`.
-    ///   - wristbands: the whitelisted wristbands' ids (serials); others are ignored.
+    ///   - wristbands: the whitelisted wristbands' ids (serials); others are ignored, and so is an id that is not
+    ///     an identifier (``FleetProtocol/isIdentifier(_:)``: it could not be a topic segment).
     ///   - adapters: the adapters and their capacities.
     ///   - incarnation: a number above every session of this board's earlier runs (the agent passes its start time
     ///     in wall-clock milliseconds); sessions count up from it.
@@ -522,7 +524,7 @@ public struct FleetCoordinator: Sendable {
             let topic = FleetTopic.seen(serial: serial, board: self.board).text(prefix: self.prefix)
             if let tenths = self.localTenths(band, now) {
                 out.append(.publish(topic: topic, payload: Sighting(rssiTenths: tenths, free: free).encoded(),
-                                    retain: true, expirySeconds: UInt32(self.policy.sightingExpiry.rounded(.up))))
+                                    retain: true, expirySeconds: self.sightingExpirySeconds))
                 band.publishedSighting = true
             } else if band.publishedSighting {
                 out.append(.clearRetained(topic: topic))
@@ -530,6 +532,12 @@ public struct FleetCoordinator: Sendable {
             }
             self.bands[serial] = band
         }
+    }
+
+    /// The sightings' MQTT message expiry: the policy's, in whole seconds, 1 s to a day.
+    private var sightingExpirySeconds: UInt32 {
+        let seconds = self.policy.sightingExpiry.rounded(.up)
+        return seconds.isFinite ? UInt32(min(max(seconds, 1), 86_400)) : 6
     }
 
     /// Whether the lease, not ours, lets us claim: released, expired, or its holder offline. A missing lease is

@@ -244,7 +244,10 @@ struct FleetFields {
         guard case .number(let text) = try self.required(key) else {
             throw .wrongType(field: key, expected: "an integer")
         }
-        guard let value = UInt64(text) else { throw .outOfRange(field: key, text: String(text.prefix(24))) }
+        // `UInt64("-0")` is 0: a sign is refused before the conversion.
+        guard text.utf8.first != UInt8(ascii: "-"), let value = UInt64(text) else {
+            throw .outOfRange(field: key, text: String(text.prefix(24)))
+        }
         guard range.contains(value) else { throw .outOfRange(field: key, text: String(text.prefix(24))) }
         return value
     }
