@@ -112,7 +112,8 @@ import Testing
         }
         let sightings = [
             #"{"v":1,"rssi":-60}"#, #"{"v":1,"rssi":true,"free":1}"#, #"{"v":1,"rssi":-60,"free":1.5}"#,
-            #"{"v":1,"rssi":-60,"free":100000}"#, #"{"v":1,"rssi":-60,"free":-0}"#, #"{"v":1,"rssi":-1e309,"free":1}"#, #"{"v":1,"rssi":-,"free":1}"#,
+            #"{"v":1,"rssi":-60,"free":100000}"#, #"{"v":1,"rssi":-60,"free":-0}"#,
+            #"{"v":1,"rssi":-1e309,"free":1}"#, #"{"v":1,"rssi":-,"free":1}"#,
         ]
         for payload in sightings {
             #expect(throws: FleetDecodeError.self, "\(payload)") { try Sighting.decode(Self.bytes(payload)) }

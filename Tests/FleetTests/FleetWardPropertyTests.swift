@@ -35,6 +35,26 @@ import Testing
               + "worst wristband \(worst), collisions \(overlaps.collisions), double connections \(overlaps.doubles)")
     }
 
+    /// A hostile publisher sends 20 malformed messages a second on the fleet's topics: all are dropped, nothing
+    /// changes.
+    @Test func garbageOnTheFleetTopicsIsDroppedAndChangesNothing() {
+        var dropped = 0
+        var overall = 0.0
+        for seed in Self.seeds.prefix(8) {
+            var options = Ward.Options()
+            options.mode = .strap
+            options.garbageEvery = 0.05
+            var ward = Ward(seed: seed &+ 400, options: options)
+            ward.run(until: options.duration)
+            #expect(ward.collisions == 0 && ward.doubleConnections == 0, "seed \(seed): \(Self.describe(ward))")
+            #expect(ward.availability.overall >= 0.97, "seed \(seed)")
+            dropped += ward.counters[.messageDropped, default: 0]
+            overall += ward.availability.overall / 8
+        }
+        #expect(dropped > 100_000)
+        print("fleet ward strap garbage: 8 seeds, \(dropped) messages dropped, mean availability \(overall)")
+    }
+
     @Test(arguments: [Ward.Mode.e4, .strap])
     func movingWristbandsAreHandedOverBreakBeforeMake(mode: Ward.Mode) {
         var fenced = 0

@@ -28,6 +28,8 @@ struct Ward {
         var linkLossMean = 120.0
         /// Every this many seconds a random wristband moves (its RSSI to every board is drawn again); 0 for never.
         var moveEvery = 0.0
+        /// Every this many seconds a hostile publisher sends garbage on a fleet topic; 0 for never.
+        var garbageEvery = 0.0
         var policy = FleetPolicy()
     }
 
@@ -40,6 +42,7 @@ struct Ward {
         case linkLoss(band: Int, board: Int, connection: Int)
         case reconnectBroker(board: Int)
         case move
+        case garbage
     }
 
     struct Scheduled {
@@ -113,6 +116,7 @@ struct Ward {
         }
         for band in self.bands.indices { self.schedule(self.random.uniform(0...0.5), .advertise(band: band)) }
         if options.moveEvery > 0 { self.schedule(options.moveEvery, .move) }
+        if options.garbageEvery > 0 { self.schedule(options.garbageEvery, .garbage) }
     }
 
     /// Draws a wristband's RSSI at each board: in range of two to three boards, one of them clearly nearest.
@@ -277,6 +281,25 @@ struct Ward {
             let index = self.random.below(self.bands.count)
             self.place(index)
             self.schedule(self.options.moveEvery, .move)
+        case .garbage:
+            self.schedule(self.options.garbageEvery, .garbage)
+            let serial = self.bands[self.random.below(self.bands.count)].serial
+            let board = "board-\(self.random.below(self.boards.count))"
+            let topics = ["ward/fleet/lease/\(serial)", "ward/fleet/seen/\(serial)/\(board)",
+                          "ward/fleet/board/\(board)",
+                          "ward/fleet/lease/\(serial)/x", "ward/fleet/lease/+", "ward/fleet/seen/\(serial)"]
+            let topic = topics[self.random.below(topics.count)]
+            var payload: [UInt8]
+            if self.random.below(2) == 0 {
+                payload = (0...self.random.below(100)).map { _ in UInt8(truncatingIfNeeded: self.random.next()) }
+            } else {
+                // A valid lease cut short: JSON that ends too soon, never a lease.
+                let lease = Lease(holder: board, epoch: UInt64(1 + self.random.below(1000)), state: .held, ttl: 6,
+                                  scoreTenths: -500).encoded()
+                payload = Array(lease.prefix(1 + self.random.below(lease.count - 1)))
+            }
+            // Not retained: a retained garbage lease would only hide the real one from later subscribers.
+            self.broadcast(topic, payload, retain: false, expiry: nil)
         }
     }
 
