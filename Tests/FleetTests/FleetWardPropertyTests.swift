@@ -24,6 +24,8 @@ import Testing
             ward.run(until: options.duration)
             #expect(ward.collisions == 0, "seed \(seed): \(Self.describe(ward))")
             #expect(ward.doubleConnections == 0, "seed \(seed): \(Self.describe(ward))")
+            // One attempt in flight per adapter, never more connections than an adapter's slots.
+            #expect(ward.adapterOverlaps == 0 && ward.overCapacity == 0, "seed \(seed): \(Self.describe(ward))")
             let availability = ward.availability
             #expect(availability.overall >= 0.97, "seed \(seed): \(availability)")
             worst = min(worst, availability.worst)

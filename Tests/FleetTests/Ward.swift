@@ -66,6 +66,8 @@ struct Ward {
         var centrals: Set<Int> = []
         /// Each board's attempt under way, by number.
         var attempts: [Int: Int] = [:]
+        /// The adapter each board's attempt or connection uses.
+        var adapters: [Int: String] = [:]
         /// Counts connections, so a scheduled link loss of an earlier one is ignored.
         var connections: [Int: Int] = [:]
         var connectedTime = 0.0
@@ -88,6 +90,9 @@ struct Ward {
     // Outcomes.
     var collisions = 0
     var doubleConnections = 0
+    /// A connect on an adapter that already had an attempt in flight, or beyond the adapter's capacity.
+    var adapterOverlaps = 0
+    var overCapacity = 0
     var counters: [FleetCoordinator.Counter: Int] = [:]
     /// (time, band, board) of each connection that came up.
     var connectionsUp: [(time: Double, band: Int, board: Int)] = []
@@ -303,9 +308,9 @@ struct Ward {
         }
     }
 
-    /// The adapter a board's coordinator chose for a wristband (it is in its link state).
+    /// The adapter a board's attempt or connection to a wristband uses.
     func adapterOf(_ board: Int, _ band: Int) -> String {
-        self.boards[board].coordinator.link(of: self.bands[band].serial)?.adapter ?? "hci0"
+        self.bands[band].adapters[board] ?? "hci0"
     }
 
     mutating func execute(_ action: FleetCoordinator.Action, by board: Int) {
@@ -314,10 +319,24 @@ struct Ward {
             self.publish(topic, payload, retain: retain, expiry: expiry, by: board)
         case .clearRetained(let topic):
             self.publish(topic, [], retain: true, expiry: nil, by: board)
-        case .connect(let serial, _):
+        case .connect(let serial, let adapter):
             guard let index = self.bands.firstIndex(where: { $0.serial == serial }) else { return }
+            let onAdapter = self.bands.indices.filter { other in
+                self.bands[other].adapters[board] == adapter
+                    && (self.bands[other].attempts[board] != nil || self.bands[other].centrals.contains(board))
+            }
+            if onAdapter.contains(where: { self.bands[$0].attempts[board] != nil }) {
+                self.adapterOverlaps += 1
+                self.log.append("\(self.now): board-\(board): a second attempt in flight on \(adapter)")
+            }
+            let capacity = self.boards[board].coordinator.adapters.first { $0.name == adapter }?.capacity ?? 0
+            if onAdapter.count + 1 > capacity {
+                self.overCapacity += 1
+                self.log.append("\(self.now): board-\(board): \(adapter) over its capacity \(capacity)")
+            }
             self.order += 1
             self.bands[index].attempts[board] = self.order
+            self.bands[index].adapters[board] = adapter
             self.schedule(self.random.uniform(self.options.connectLatency),
                           .connectDone(board: board, band: index, attempt: self.order))
         case .disconnect(let serial, _):
