@@ -143,6 +143,9 @@ import Testing
             var options = Ward.Options()
             options.mode = mode
             options.linkLossMean = 0
+            // Isolates the restart: straps are heard while connected, and a sticky handover whose evidence crosses
+            // the restart (64-seed runs found three) is the handover rule at work, not a hand changed by the restart.
+            options.policy.handoverMarginTenths = 10_000
             var ward = Ward(seed: seed &+ 300, options: options)
             ward.run(until: 60)
             let before = ward.holders
