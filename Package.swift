@@ -56,6 +56,9 @@ let package = Package(
         .target(name: "E4", dependencies: ["Bluetooth"], swiftSettings: strict),
         // Pure: streaming signal processing (IBI / HR engine). No C, no Foundation, no I/O.
         .target(name: "Physio", swiftSettings: strict),
+        // Pure: fleet coordination (SPEC §18) — the retained-topic payloads and the lease state machine. No C, no
+        // Foundation, no I/O; the agent wires it to MQTT and BlueZ.
+        .target(name: "Fleet", swiftSettings: strict),
 
         // The crash-safe disk spool with its own writer thread (SPEC §11).
         .target(
@@ -109,6 +112,8 @@ let package = Package(
                                                           "EventLoop", "E4", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "E4Tests", dependencies: ["Bluetooth", "E4", "TestSupport"], swiftSettings: strict),
+        // The fleet core without a broker: codecs, coordinator rules, and a multi-board harness over a fake broker.
+        .testTarget(name: "FleetTests", dependencies: ["Fleet"], swiftSettings: strict),
         .testTarget(name: "PhysioTests", dependencies: ["Physio", "CtlCommands", "TestSupport"], swiftSettings: strict),
         // Test helpers shared by the test targets: a private dbus-daemon, the simulator process.
         .target(name: "TestSupport", dependencies: ["DBus", "EventLoop"], path: "Tests/Support", swiftSettings: strict),
