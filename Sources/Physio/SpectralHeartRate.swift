@@ -31,6 +31,14 @@ public struct SpectralHeartRate: Sendable {
     static let analysisRate = 16.0
     static let lowestBPM = 40
     static let highestBPM = 210
+    /// The grid goes on above the published range so that an artefact just above it (a cadence's second harmonic)
+    /// is seen, masked, and its leakage recognised (``leakageRatio``).
+    static let gridTopBPM = 250
+    /// A local maximum within ±25 bpm of a motion peak with less than this share of its power is that peak's
+    /// leakage (a Hann window's first sidelobe is at −31 dB, 0.0007), not a pulse.
+    static let leakageRatio = 0.01
+    /// Grid bins a published value may lie in.
+    private var candidateBins: Int { Self.highestBPM - Self.lowestBPM + 1 }
     /// Smallest concentration of a candidate for acquisition.
     static let acceptance = 0.55
     /// Smallest concentration of a candidate near the track, and of a candidate acquired by persistence alone.
@@ -111,7 +119,7 @@ public struct SpectralHeartRate: Sendable {
         self.bvpLowPass = Biquad(lowPass: 4, sampleRate: bvpRate)
         self.accLowPass = (Biquad(lowPass: 4, sampleRate: accRate), Biquad(lowPass: 4, sampleRate: accRate),
                            Biquad(lowPass: 4, sampleRate: accRate))
-        let bins = Self.highestBPM - Self.lowestBPM + 1
+        let bins = Self.gridTopBPM - Self.lowestBPM + 1
         var coefficients = [Double](repeating: 0, count: bins)
         for bin in 0..<bins {
             let hertz = Double(Self.lowestBPM + bin) / 60
@@ -277,6 +285,7 @@ public struct SpectralHeartRate: Sendable {
             var mask = false
             for index in 0..<motionCount where abs(self.motionPeaks[index] - bpm) <= Self.motionHalfWidth { mask = true }
             self.motionMask[bin] = mask
+            guard bin < self.candidateBins else { continue }
             total += self.bvpPower[bin]
             if mask { motionPower += self.bvpPower[bin] }
         }
@@ -284,9 +293,9 @@ public struct SpectralHeartRate: Sendable {
         guard total > 0, total.isFinite else { return nil }
         // Candidates: local maxima, strongest first.
         var peakCount = 0
-        for bin in 1..<(bins - 1) {
+        for bin in 1..<self.candidateBins {
             let p = self.bvpPower[bin]
-            guard p >= self.bvpPower[bin - 1], p > self.bvpPower[bin + 1] else { continue }
+            guard p >= self.bvpPower[bin - 1], p > self.bvpPower[bin + 1], !self.isLeakage(bin) else { continue }
             if peakCount < self.peakBins.count {
                 self.peakBins[peakCount] = bin
                 peakCount += 1
@@ -411,7 +420,7 @@ public struct SpectralHeartRate: Sendable {
     /// in both (the first difference weights the harmonic up), noise in neither.
     private func concentration(at bin: Int, clean: Double) -> Double {
         guard clean > 0 else { return 0 }
-        let bins = self.coefficients.count
+        let bins = self.candidateBins
         var lobe = 0.0
         for b in max(0, bin - 12)...min(bins - 1, bin + 12) where !self.motionMask[b] {
             lobe += self.bvpPower[b]
@@ -433,8 +442,18 @@ public struct SpectralHeartRate: Sendable {
     /// Share of all the band's power within ±12 bpm of `bin`.
     private func concentrationTotal(at bin: Int, total: Double) -> Double {
         var lobe = 0.0
-        for b in max(0, bin - 12)...min(self.coefficients.count - 1, bin + 12) { lobe += self.bvpPower[b] }
+        for b in max(0, bin - 12)...min(self.candidateBins - 1, bin + 12) { lobe += self.bvpPower[b] }
         return lobe / total
+    }
+
+    /// Whether the unmasked local maximum at `bin` is only the leakage of a motion peak near it.
+    private func isLeakage(_ bin: Int) -> Bool {
+        guard !self.motionMask[bin] else { return false }
+        var strongest = 0.0
+        for b in max(0, bin - 25)...min(self.coefficients.count - 1, bin + 25) where self.motionMask[b] {
+            strongest = max(strongest, self.bvpPower[b])
+        }
+        return self.bvpPower[bin] < Self.leakageRatio * strongest
     }
 
     private func variance(axis: Int) -> Double {
