@@ -4,13 +4,14 @@ import Glibc
 import E4
 import EmpaLink
 
-/// The live decode path while the wrist swings (SPEC §8, §19): BVP with a 2 Hz arm-swing artefact larger than the
-/// pulse, ACC swinging at 2 Hz (0.5 g), so clean beats stop, the beat-derived HR runs out and every heart-rate tick
-/// goes through the motion-artefact filter and the spectral estimator (``Physio/SpectralHeartRate``).
+/// The live decode path while the wrist swings (SPEC §8, §19): BVP carrying a 2 Hz arm-swing artefact (250 counts
+/// against the 400-count pulse; larger ones make BVP deltas the encoder cannot code) and ACC swinging at 2 Hz
+/// (0.5 g), so that every heart-rate tick without a beat-derived value goes through the motion-artefact filter and
+/// the spectral estimator (``Physio/SpectralHeartRate``).
 enum DeviceStreamsMotionChecks {
     static func run(iterations: Int) -> [AllocationMeasurement] {
         let start = DeviceStreamsChecks.start
-        let bvp = DeviceStreamsChecks.pulsePackets(artefact: 600)
+        let bvp = DeviceStreamsChecks.pulsePackets(artefact: 250)
         let sink = CountingSink()
         var proxy = CountingSink.Proxy(owner: sink)
         var streams = DeviceStreams()
