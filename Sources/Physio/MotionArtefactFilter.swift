@@ -7,8 +7,9 @@
 /// is the same signal, baseline and all, less what the accelerometer explains.
 ///
 /// At rest the references are sensor noise (≈ 0.01 g): the normalisation's floor (``referenceFloor``, 0.03 g per
-/// tap) keeps the filter from learning from them, and the weights learned in motion meet references of ≈ 0, so the
-/// output is the input to within a few thousandths of a pulse (beat positions at rest do not move; `Docs/ibi.md`).
+/// tap) keeps the filter from learning from them, the subtracted estimate is scaled by how much the wrist moves
+/// (reference power over power plus floor: ≈ 0.1 at rest, ≈ 1 walking), and the weights leak to zero at rest with a
+/// 2 s time constant, so a still wrist's BVP comes out as it went in (beat positions at rest; `Docs/ibi.md`).
 /// Memory is fixed at `init`; ``append(bvp:)`` and ``appendACC(x:y:z:)`` never allocate.
 public struct MotionArtefactFilter: Sendable {
     /// ACC samples per axis in the FIR (32 Hz: 0.25 s of lag covered).
@@ -26,6 +27,8 @@ public struct MotionArtefactFilter: Sendable {
     private var bvpPrimed = false
     private let countsPerG: Double
     private let accAlpha: Double
+    /// Per-sample leak of the weights at rest: a 2 s time constant.
+    private let restLeak: Double
     private var primedACC = false
 
     /// - Parameters:
@@ -37,6 +40,7 @@ public struct MotionArtefactFilter: Sendable {
         self.weights = [SIMD4<Double>](repeating: .zero, count: Self.taps)
         self.bvpBaseline = Biquad(lowPass: 0.5, sampleRate: bvpRate > 0 ? bvpRate : 64)
         self.countsPerG = accCountsPerG > 0 ? accCountsPerG : 64
+        self.restLeak = 1 / (2 * (bvpRate > 0 ? bvpRate : 64))
         // One-pole baseline of the references at 0.3 Hz: what is left above it is movement.
         let rate = accRate > 0 ? accRate : 32
         self.accAlpha = 1 - Self.exp(-2 * Double.pi * 0.3 / rate)
@@ -86,16 +90,23 @@ public struct MotionArtefactFilter: Sendable {
         let artefact = estimate.sum()
         let error = desired - artefact
         let floor = Double(Self.taps * 3) * Self.referenceFloor * Self.referenceFloor
-        let gain = Self.stepSize * error / (floor + power.sum())
-        if gain.isFinite {
+        let total = power.sum()
+        let gain = Self.stepSize * error / (floor + total)
+        // How much the wrist moves, 0…1: ≈ 0.1 at rest (references of sensor noise), ≈ 1 walking. The subtracted
+        // artefact is scaled by it and the weights leak toward zero at rest (2 s), so a still wrist's BVP comes out
+        // as it went in and its beats stay where they were.
+        let moving = total / (total + floor)
+        let leak = 1 - (1 - moving) * self.restLeak
+        if gain.isFinite, leak.isFinite {
             for tap in 0..<Self.taps {
-                self.weights[tap] += gain * self.references[back: tap]
+                self.weights[tap] = leak * self.weights[tap] + gain * self.references[back: tap]
             }
         } else {
             for tap in 0..<Self.taps { self.weights[tap] = .zero }
             return value
         }
-        return artefact.isFinite ? value - artefact : value
+        let subtracted = moving * artefact
+        return subtracted.isFinite ? value - subtracted : value
     }
 
     /// `exp` without Foundation, for design-time use (|x| small).

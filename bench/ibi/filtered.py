@@ -56,7 +56,7 @@ def main():
     root = f"{a.out}/hr"
     print("| walking/running set | cadence Hz | cadence 1st / 2nd / 3rd harmonic, dB change | pulse at true HR, dB |")
     print("|---|---|---|---|")
-    import walk  # same directory
+    import walk  # same directory (bench/ibi)
     for name, (dur, rest, eps, pulse) in walk.SCENARIOS.items():
         d = f"{root}/walk/{name}"
         if not os.path.exists(f"{d}/BVP.csv"):

@@ -33,3 +33,6 @@ mkdir -p "$OUT/hr"
 "$PY" bench/ibi/hr.py --bin "$BIN" --out "$OUT" --score "${SCORE_HR:-../shared/tools/score_hr.py}" \
     --data "$(dirname "$DATA")" > "$OUT/hr/table.md"
 cat "$OUT/hr/table.md"
+# The artefact-reduced BVP against the unfiltered one (Docs/ibi.md, "Artefact-reduced BVP").
+"$PY" bench/ibi/filtered.py --bin "$BIN" --out "$OUT" --data "$(dirname "$DATA")" > "$OUT/hr/filtered.md"
+cat "$OUT/hr/filtered.md"
