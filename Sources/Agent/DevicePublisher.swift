@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import EmpaLink
+import Physio
 import Spool
 
 /// Turns one wristband's data into MQTT messages (SPEC §10): per-stream batches in preallocated storage,
@@ -111,6 +112,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         self.heartRate(bpm, at: timestamp)
     }
 
+    func didReceiveHeartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, timestamp: Double,
+                             from device: EmpaticaDeviceManager) {
+        self.heartRate(bpm, confidence: confidence, source: source, at: timestamp)
+    }
+
     func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
         self.battery(level, at: timestamp)
         self.host.batteryChanged(device)
@@ -190,6 +196,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             let batch = kind == .ibi ? self.ibi : kind == .hr ? self.hr : kind == .battery ? self.battery : self.tag
             guard batch.count > 0 else { return false }
             json.append(integer: batch.seq)
+            if kind == .hr {
+                json.append(",\"source\":\"")
+                json.append(batch.source.wireName)
+                json.append(UInt8(ascii: "\""))
+            }
             json.append(",\"v\":[")
             for index in 0..<batch.count {
                 if index > 0 { json.append(UInt8(ascii: ",")) }
@@ -201,6 +212,14 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
                     json.append(UInt8(ascii: ","))
                     json.append(Double(batch.values[index]), decimals: kind.decimals)
                     json.append(UInt8(ascii: "]"))
+                }
+            }
+            if kind == .hr {
+                // Parallel to `v`, so readers of `[[t,bpm],…]` pairs are unaffected.
+                json.append("],\"confidence\":[")
+                for index in 0..<batch.count {
+                    if index > 0 { json.append(UInt8(ascii: ",")) }
+                    json.append(Double(batch.confidences[index]), decimals: 2)
                 }
             }
             batch.seq += 1

@@ -1,3 +1,5 @@
+import Physio
+
 /// The MQTT data streams of a wristband (SPEC §10), with their topic suffix.
 public enum StreamKind: String, CaseIterable, Sendable {
     case bvp, gsr, acc, temp, ibi, hr, battery, tag
@@ -12,6 +14,17 @@ public enum StreamKind: String, CaseIterable, Sendable {
         case .hr: return 1
         case .battery: return 2
         case .acc, .tag: return 0
+        }
+    }
+}
+
+extension HeartRateSource {
+    /// The `source` of an `hr` message (SPEC §10): `beats`, `spectral`, `device`.
+    var wireName: StaticString {
+        switch self {
+        case .beats: "beats"
+        case .spectral: "spectral"
+        case .device: "device"
         }
     }
 }

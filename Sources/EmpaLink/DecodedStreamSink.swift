@@ -1,3 +1,5 @@
+import Physio
+
 /// Where ``DeviceStreams/receive(_:_:arrival:into:)`` puts decoded data: the live device delegate, or
 /// `empalinkctl decode` replaying a capture. Generic, so the live path has no existential boxing.
 public protocol DecodedStreamSink {
@@ -6,6 +8,15 @@ public protocol DecodedStreamSink {
                       t0: Double, fs: Double)
     func ibi(_ seconds: Float, at time: Double)
     func heartRate(_ bpm: Float, at time: Double)
+    /// A heart rate with how far it can be trusted (0…1) and where it came from; by default forwarded to
+    /// ``heartRate(_:at:)`` without them.
+    func heartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, at time: Double)
     func battery(_ level: Float, at time: Double)
     func tag(at time: Double)
+}
+
+extension DecodedStreamSink {
+    public func heartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, at time: Double) {
+        self.heartRate(bpm, at: time)
+    }
 }

@@ -1,3 +1,5 @@
+import Physio
+
 /// Receives a wristband's data and status (the SDK's `EmpaticaDeviceDelegate`), on the event-loop thread.
 ///
 /// Timestamps are seconds since 1970. Every method has a default that does nothing. The batch methods are the
@@ -7,6 +9,10 @@ public protocol EmpaticaDeviceDelegate: AnyObject {
     func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveIBI(_ ibi: Float, timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveHeartRate(_ bpm: Float, timestamp: Double, from device: EmpaticaDeviceManager)
+    /// A heart rate with how far it can be trusted (0…1: 1 from clean beats) and where it came from (beats,
+    /// the BVP spectrum through motion); the default forwards to ``didReceiveHeartRate(_:timestamp:from:)``.
+    func didReceiveHeartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, timestamp: Double,
+                             from device: EmpaticaDeviceManager)
     func didReceiveGSR(_ gsr: Float, timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveBVP(_ bvp: Float, timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveTemperature(_ temp: Float, timestamp: Double, from device: EmpaticaDeviceManager)
@@ -32,6 +38,10 @@ extension EmpaticaDeviceDelegate {
     public func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveIBI(_ ibi: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveHeartRate(_ bpm: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
+    public func didReceiveHeartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, timestamp: Double,
+                                    from device: EmpaticaDeviceManager) {
+        self.didReceiveHeartRate(bpm, timestamp: timestamp, from: device)
+    }
     public func didReceiveGSR(_ gsr: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveBVP(_ bvp: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveTemperature(_ temp: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}

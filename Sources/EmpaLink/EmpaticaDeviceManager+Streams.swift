@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Bluetooth
 import BlueZ
+import Physio
 import DBus
 import EventLoop
 import Posix
@@ -224,6 +225,11 @@ struct DelegateSink: DecodedStreamSink {
 
     func heartRate(_ bpm: Float, at time: Double) {
         self.device.delegate?.didReceiveHeartRate(bpm, timestamp: time, from: self.device)
+    }
+
+    func heartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, at time: Double) {
+        self.device.delegate?.didReceiveHeartRate(bpm, confidence: confidence, source: source, timestamp: time,
+                                                  from: self.device)
     }
 
     func battery(_ level: Float, at time: Double) {

@@ -6,11 +6,14 @@ public enum HeartRateSource: UInt8, Sendable, Equatable, CustomStringConvertible
     /// The pulse's fundamental in the spectrum of the artefact-reduced BVP over the last 8 s, tracked through motion
     /// with the accelerometer's frequencies set aside (``SpectralHeartRate``).
     case spectral = 1
+    /// Reported by the device itself (a Heart Rate Service strap's own bpm); the engine never produces it.
+    case device = 2
 
     public var description: String {
         switch self {
         case .beats: "beats"
         case .spectral: "spectral"
+        case .device: "device"
         }
     }
 }

@@ -508,7 +508,17 @@ SCHEMAS = {
     "temp": _sampled({"type": "number", "minimum": -40, "maximum": 80}, 4),
     "acc": _sampled({"type": "array", "items": _INT8, "minItems": 3, "maxItems": 3}, 32),
     "ibi": _events(_pair({"type": "number", "exclusiveMinimum": 0.2, "exclusiveMaximum": 2.5})),
-    "hr": _events(_pair({"type": "number", "minimum": 24, "maximum": 300})),
+    # SPEC §10 `[[t,bpm],…]`, plus one source per message and a confidence per value (issue #18).
+    "hr": {
+        "type": "object",
+        "required": ["sid", "seq", "source", "v", "confidence"],
+        "additionalProperties": False,
+        "properties": {"sid": _SID, "seq": _SEQ, "source": {"enum": ["beats", "spectral", "device"]},
+                       "v": {"type": "array", "minItems": 1,
+                             "items": _pair({"type": "number", "minimum": 24, "maximum": 300})},
+                       "confidence": {"type": "array", "minItems": 1,
+                                      "items": {"type": "number", "minimum": 0, "maximum": 1}}},
+    },
     "battery": _events(_pair({"type": "number", "minimum": 0, "maximum": 1})),
     "tag": _events(_TIME),
     "metrics": {

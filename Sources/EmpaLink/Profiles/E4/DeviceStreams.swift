@@ -90,7 +90,8 @@ extension DeviceStreams {
                     sink.ibi(Float(interval.seconds), at: interval.time + self.beatTimeline.offset(at: interval.time))
                 }
                 if let rate = output.heartRate {
-                    sink.heartRate(Float(rate.beatsPerMinute), at: rate.time + self.beatTimeline.offset(at: rate.time))
+                    sink.heartRate(Float(rate.beatsPerMinute), confidence: Float(rate.confidence), source: rate.source,
+                                   at: rate.time + self.beatTimeline.offset(at: rate.time))
                 }
             }
         case .acc:
