@@ -56,7 +56,8 @@ build: apt-deps
 # test-bluez and test-system run one after the other, not in parallel: each VM (TCG) takes both cores, and two at
 # once on a 2-core host is the load under which the kernel loses btvirt's controller setup (vm/FINDINGS.md S6).
 # test-system reuses test-bluez's release binaries and its VM cache (kernel, initramfs, rootfs).
-test: deps build test-swift test-integration faults test-bluez test-system
+# test-fuzz: every fuzz target for FUZZ_CI_SECONDS (the sanitized build is its own, in .build/fuzz).
+test: deps build test-swift test-integration faults test-fuzz test-bluez test-system
 
 test-swift:
 	$(SWIFT) test $(SWIFT_FLAGS)
@@ -122,7 +123,8 @@ bench: apt-deps
 	.build/release/empalink-bench --json .build/bench.json
 	$(MAKE) bench-daemon
 
-## bench-daemon: the release daemon against empalink-sim and mosquitto, 1/5/10/20 wristbands (about 6 minutes).
+## bench-daemon: the release daemon against empalink-sim and mosquitto, 1/5/10/20 wristbands, a background-mode run
+## and the bleak + paho peer forwarder (bench/daemon/peer_forwarder.py) on the same load (about 9 minutes).
 ## BENCH_DAEMON_ARGS="--devices 5 --batch 0 --idle-seconds 0 --rss-files 12" runs one case and shows its memory.
 BENCH_DAEMON_ARGS ?=
 bench-daemon: deps static-libstdc++
@@ -155,7 +157,26 @@ bench-ibi: deps build
 	PY=$(PY) bash bench/ibi/run.sh $(BIN)
 
 
-.PHONY: deb test-deb static-libstdc++
+.PHONY: deb test-deb static-libstdc++ fuzz fuzz-seeds test-fuzz
+
+## fuzz: coverage-guided fuzzing (libFuzzer + AddressSanitizer, Fuzz/README.md): builds empalink-fuzz into
+## .build/fuzz, runs every target FUZZ_SECONDS (default 60) one after the other, prints execs, coverage and crashes,
+## fails on a crash. FUZZ_TARGETS="config spool" runs some; FUZZ_RUNS=N runs N executions per target instead.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: apt-deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) SWIFT=$(SWIFT) bash scripts/fuzz.sh $(FUZZ_TARGETS)
+
+## test-fuzz: the short fuzz budget `make test` runs (FUZZ_CI_SECONDS per target, default 10).
+FUZZ_CI_SECONDS ?= 10
+test-fuzz: apt-deps
+	FUZZ_SECONDS=$(FUZZ_CI_SECONDS) SWIFT=$(SWIFT) bash scripts/fuzz.sh
+
+## fuzz-seeds: regenerate the synthesized seeds in Fuzz/corpus (real packets, captures, spool segments, D-Bus
+## messages, payloads) with the normal build's empalink-fuzz.
+fuzz-seeds: apt-deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product empalink-fuzz
+	$(BIN)/empalink-fuzz seeds Fuzz/corpus
 
 ## deb: Debian package (dpkg-deb) for this machine's architecture into build/deb: release build with the Swift
 ## runtime linked statically, so the package needs only Debian libraries. Reuses .build/release when current.

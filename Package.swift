@@ -91,6 +91,13 @@ let package = Package(
                           dependencies: ["CAllocationCounter", "Bluetooth", "E4", "EmpaLink", "BlueZ", "EventLoop",
                                          "Posix", "MQTT", "Logging", "Spool", "Config", "Agent"],
                           swiftSettings: strict),
+        // Coverage-guided fuzz targets (issue #21, Fuzz/README.md): one executable, one target per parser. A normal
+        // build makes it a replayer of saved inputs; `make fuzz` builds it with libFuzzer and ASan (-DFUZZING), where
+        // SwiftPM compiles it as a library and libFuzzer's `main` runs.
+        .executableTarget(name: "empalink-fuzz",
+                          dependencies: ["Agent", "BlueZ", "Bluetooth", "CDBus", "Config", "Consumer", "DBus",
+                                         "CZlib", "E4", "EmpaLink", "Posix", "Spool"],
+                          swiftSettings: strict),
         .executableTarget(name: "empalink-bench",
                           dependencies: ["EventLoop", "Posix", "Spool", "E4", "EmpaLink", "Agent"],
                           swiftSettings: strict),

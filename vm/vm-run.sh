@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs inside the VM as its first process after the initramfs (switch_root): brings up Debian's Bluetooth stack
 # on btvirt's virtual controllers, the E4 peripheral on hci1, a broker, a subscriber and empalinkd on hci0, then
-# drops the link and watches the agent reconnect. Every milestone is appended to /share/results/milestones as
+# drops the link and watches the agent reconnect; then (issue 19) a Heart Rate Service strap takes hci1's place and
+# a second agent streams its HR and RR through the same bluetoothd. Every milestone is appended to /share/results/milestones as
 # "NAME UNIX_TIME"; the first milestone that does not come up in its time is written as "FAILED NAME" with the
 # tails of the logs, and the VM powers off either way. The host (Tests/bluez) checks the results.
 #
@@ -17,6 +18,7 @@ say() { echo "vm: $*"; echo "vm: $*" > /dev/console; }
 # Defaults; the host may override them in $S/params.
 STREAM_S=30         # first connection: long enough for IBI (≈ 20 s) and HR
 RESTREAM_S=8        # after the reconnect
+HRS_STREAM_S=12     # the heart-rate strap phase
 SEED=7
 # btvirt's controllers report no RSSI (0x7f, "invalid") in LE advertising reports, and the kernel drops every
 # report under an RSSI threshold when it has no RSSI; the agent's SetDiscoveryFilter always carries RSSI, so
@@ -91,22 +93,29 @@ spawn() {  # spawn NAME COMMAND...: runs in the background, output to $R/NAME.lo
     "$@" > "$R/$name.log" 2>&1 &
     eval "pid_${name//-/_}=$!"
     pids+=($!)
-    case $name in btvirt|bluetoothd|peripheral|empalinkd|mosquitto) watched+=("$name") ;; esac
+    case $name in btvirt|bluetoothd|peripheral|empalinkd|mosquitto|peripheral-hrs|empalinkd-hrs) watched+=("$name") ;; esac
 }
 stop_all() {
     # The agent first, while the broker is still up (it publishes its offline status and disconnects the
     # wristband), then the peripheral (it flushes its truth), then the subscriber and the broker.
-    local pid
-    for group in "${pid_empalinkd:-}" "${pid_peripheral:-} ${pid_scan_helper:-}" "${pid_subscriber:-} ${pid_mosquitto:-}"; do
-        for pid in $group; do kill -TERM "$pid" 2> /dev/null; done
-        for _ in $(seq 60); do
-            local alive=0
-            for pid in $group; do kill -0 "$pid" 2> /dev/null && alive=1; done
-            [ $alive = 0 ] && break
-            sleep 0.1
-        done
+    local group
+    for group in "${pid_empalinkd:-} ${pid_empalinkd_hrs:-}" \
+                 "${pid_peripheral:-} ${pid_peripheral_hrs:-} ${pid_scan_helper:-} ${pid_scan_helper_hrs:-}" \
+                 "${pid_subscriber:-} ${pid_mosquitto:-}"; do
+        # shellcheck disable=SC2086 # a group is a list of pids
+        stop_pids $group
     done
     sync
+}
+stop_pids() {  # stop_pids PID...: SIGTERM, then up to 6 s for them to exit
+    local pid
+    for pid in "$@"; do kill -TERM "$pid" 2> /dev/null; done
+    for _ in $(seq 60); do
+        local alive=0
+        for pid in "$@"; do kill -0 "$pid" 2> /dev/null && alive=1; done
+        [ $alive = 0 ] && return
+        sleep 0.1
+    done
 }
 
 bus() { dbus-send --system --print-reply --reply-timeout=5000 --dest=org.bluez "$@"; }
@@ -302,6 +311,40 @@ milestone restreamed
 # acquired notifications (FINDINGS.md).
 probe "StopNotify on BVP from another client (acquired by the agent)" "$BVP_CHAR" $CH.StopNotify
 sleep 1
+
+# Issue 19: a standard Heart Rate Service strap on the same radio. The E4's agent and peripheral stop (their pids are
+# forgotten, so their exits fail nothing); bluetoothd forgets the device (its cached E4 GATT tree), and the strap's
+# peripheral advertises from hci1 (the same address) for a second agent whose whitelist entry says profile "hrs" and
+# id "strap". Its topics are P/vm/strap/...; its truth goes to truth-hrs/.
+stop_pids ${pid_empalinkd:-}
+pid_empalinkd=""
+stop_pids ${pid_peripheral:-}
+pid_peripheral=""
+wait_for hrs_e4_gone 15 bash -c "$(declare -f bus prop); prop /org/bluez/hci1 org.bluez.LEAdvertisingManager1 \
+    ActiveInstances | grep -q 'byte 0'"
+bus /org/bluez/hci0 org.bluez.Adapter1.RemoveDevice "objpath:$DEV" > "$R/remove-device.txt" 2>&1
+spawn peripheral-hrs "$S/bin/empalink-sim" --peripheral --adapter hci1 --devices 0 --hrs 1 --seed "$SEED" \
+    --truth "$R/truth-hrs"
+wait_for hrs_advertising "$T_PERIPHERAL" \
+    bash -c "$(declare -f bus prop); prop /org/bluez/hci1 org.bluez.LEAdvertisingManager1 ActiveInstances \
+             | grep -q 'byte [1-9]'"
+sed -e 's/^serial = .*/address = "'"$PERIPHERAL"'"\nprofile = "hrs"\nid = "strap"/' -e 's/vm wristband/vm strap/' \
+    -e 's#/tmp/agent/spool#/tmp/agent/spool-hrs#' -e 's#/tmp/agent/control.sock#/tmp/agent/control-hrs.sock#' \
+    /tmp/agent/empalinkd.toml > /tmp/agent/empalinkd-hrs.toml
+cp /tmp/agent/empalinkd-hrs.toml "$R/empalinkd-hrs.toml"
+"$S/bin/empalinkd" --check-config --config /tmp/agent/empalinkd-hrs.toml || fail hrs_config "--check-config failed"
+if [ "$SCAN_HELPER" = 1 ]; then
+    spawn scan-helper-hrs bash -c "{ echo 'select $CENTRAL'; echo 'scan on';
+        while [ ! -e /tmp/discovered-hrs ]; do sleep 3; echo 'scan off'; sleep 0.5; echo 'scan on'; done;
+        sleep 100000; } | bluetoothctl"
+fi
+spawn empalinkd-hrs "$S/bin/empalinkd" --config /tmp/agent/empalinkd-hrs.toml
+wait_for hrs_discovered "$T_DISCOVERED" prop "$DEV" org.bluez.Device1 Address
+touch /tmp/discovered-hrs
+wait_for hrs_connected "$T_CONNECTED" is_true "$DEV" org.bluez.Device1 Connected
+wait_for hrs_streaming "$T_NOTIFY" bash -c "grep -q '/strap/ibi	' $R/mqtt.tsv && grep -q '/strap/hr	' $R/mqtt.tsv"
+sleep "$HRS_STREAM_S"
+milestone hrs_streamed
 
 stop_all
 dmesg > "$R/dmesg.log" 2>&1

@@ -44,6 +44,8 @@ public final class AgentPipelineProbe {
     let runtime: AgentRuntime
     let publisher: DevicePublisher
     var streams = DeviceStreams()
+    /// A heart-rate strap's decoder (SPEC §16), made by its profile as the device manager makes it.
+    let heartRate = HRSDeviceProfile().makeDecoder()
 
     /// The agent's event loop: run it to let the MQTT client connect, write and read acknowledgements.
     public var eventLoop: EventLoop { self.runtime.loop }
@@ -113,8 +115,17 @@ public final class AgentPipelineProbe {
         self.streams.receive(stream, packet, arrival: arrival, into: &sink)
     }
 
-    /// One firing of the batch timer (`batch_ms`): every pending batch is formatted and published.
+    /// One Heart Rate Measurement (0x2A37) of a strap arriving at `arrival`, through the hrs profile's decoder into
+    /// the same publisher: `hr`, `ibi` and `contact` messages.
+    public func deliverHeartRate(_ packet: UnsafeRawBufferPointer, arrival: Double) {
+        var sink = self.publisher
+        self.heartRate.receive(channel: 0, packet, arrival: arrival, into: &sink)
+    }
+
+    /// One firing of the batch timer (`batch_ms`) when the interval is up: every pending batch is formatted and
+    /// published. (A `batch_ms` over 5 s also ticks in between, only to drain the sockets.)
     public func flushTick() {
+        self.runtime.nextFlush = MonotonicInstant(nanoseconds: 0)
         self.runtime.flushTick()
     }
 

@@ -18,6 +18,7 @@ extension AgentRuntime {
             self.api?.reconcileDiscovery()
             return Self.object([("ok", "true"), ("result", Self.quote("rescan requested"))])
         default:
+            self.controlCounters.socketRejected &+= 1
             self.logRejected("control command", Self.excerpt(line), reason: "unknown command")
             return Self.object([("ok", "false"),
                                 ("error", Self.quote("unknown command; expected status, mode background|resume, rescan"))])
@@ -27,7 +28,7 @@ extension AgentRuntime {
     /// The live state for `empalinkctl status`.
     func statusJSON() -> String {
         let devices = (self.api?.devices ?? []).map { device -> (String, String) in
-            (device.serialNumber, Self.object([
+            (self.topicID(for: device), Self.object([
                 ("address", Self.quote(device.address.description)),
                 ("status", Self.quote(device.deviceStatus.rawValue)),
                 ("whitelisted", self.isWhitelisted(device) ? "true" : "false"),
@@ -38,7 +39,7 @@ extension AgentRuntime {
                 ("battery", device.batteryLevel.map { Self.number(Double($0), decimals: 2) } ?? "null"),
                 ("label", Self.quote(self.wristband(for: device)?.label ?? "")),
                 ("last_error", device.lastError.map { Self.quote($0.description) } ?? "null"),
-            ]))
+            ] + Self.profileMembers(device)))
         }
         return Self.object([
             ("agent", Self.quote(self.configuration.agent.id)),
@@ -65,6 +66,7 @@ extension AgentRuntime {
     ///   - retained: whether the broker delivered the message from its retained store.
     func command(topic: String, payload: [UInt8], retained: Bool = false) {
         guard topic == self.topicBase + "/cmd", self.configuration.control.mqttCommands else { return }
+        self.controlCounters.mqttCommands &+= 1
         if payload.isEmpty {
             self.logger.info("ignored an empty message on \(topic) (a retained command being cleared)")
             return
@@ -73,6 +75,7 @@ extension AgentRuntime {
         if retained {
             let error = "retained command ignored: commands act only when sent live; clear it with "
                 + "mosquitto_pub -r -n -t \(topic)"
+            self.controlCounters.mqttRejected &+= 1
             self.logRejected("retained MQTT command", Self.excerpt(payload), reason: error)
             reply = Self.object([("ok", "false"), ("error", Self.quote(error))])
             self.outbox.publish(topic: self.topicBase + "/cmd/result", text: reply, retain: false)
@@ -80,6 +83,7 @@ extension AgentRuntime {
         }
         switch FlatJSON.parse(payload) {
         case .failure(let error):
+            self.controlCounters.mqttRejected &+= 1
             self.logRejected("MQTT command", Self.excerpt(payload), reason: "malformed: \(error.message)")
             reply = Self.object([("ok", "false"), ("error", Self.quote("malformed command: \(error.message)"))])
         case .success(let members):
@@ -93,6 +97,7 @@ extension AgentRuntime {
                 reply = Self.object([("ok", "true"), ("command", Self.object([("rescan", "true")])),
                                      ("result", Self.quote("rescan requested"))])
             } else {
+                self.controlCounters.mqttRejected &+= 1
                 self.logRejected("MQTT command", Self.excerpt(payload), reason: "unknown command")
                 reply = Self.object([("ok", "false"), ("error", Self.quote(
                     "unknown command; expected {\"mode\":\"background\"|\"resume\"} or {\"rescan\":true}"))])

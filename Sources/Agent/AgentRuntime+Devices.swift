@@ -10,6 +10,13 @@ extension AgentRuntime: EmpaticaDelegate {
         self.updateSystemdStatus()
     }
 
+    /// One journal line per owner change of `org.bluez` (SPEC §12: a peer that changes under a call is not trusted).
+    public func didChangeBlueZOwner(from: String, to: String?, abandonedCalls: Int) {
+        self.logger.warn("org.bluez changed owner from \(from) to \(to ?? "nobody"): BlueZ's state is reloaded, "
+                             + "\(abandonedCalls) call(s) in flight abandoned, a late answer from \(from) is ignored",
+                         ["COMPONENT": "bluez"])
+    }
+
     public func didDiscoverDevices(_ devices: [EmpaticaDeviceManager]) {
         self.reconcileConnections()
         self.publishDevices()
@@ -20,7 +27,7 @@ extension AgentRuntime: EmpaticaDelegate {
     func reconcileConnections() {
         guard let api = self.api, !self.shuttingDown else { return }
         // A reload's new labels show in the retained status (an unchanged status is not published again).
-        for device in api.devices where self.publishers[device.serialNumber] != nil {
+        for device in api.devices where self.publishers[self.topicID(for: device)] != nil {
             self.publishDeviceStatus(device)
         }
         for device in api.devices where device.isConnectionWanted && !(self.isWhitelisted(device) && device.allowed) {
@@ -50,13 +57,13 @@ extension AgentRuntime: EmpaticaDelegate {
 
     func publisher(for device: EmpaticaDeviceManager) -> DevicePublisher {
         let label = self.wristband(for: device)?.label ?? ""
-        if let existing = self.publishers[device.serialNumber] {
+        if let existing = self.publishers[self.topicID(for: device)] {
             existing.label = label
             return existing
         }
         let publisher = DevicePublisher(host: self, sink: self.outbox, json: self.json, topicBase: self.topicBase,
-                                        serial: device.serialNumber, label: label)
-        self.publishers[device.serialNumber] = publisher
+                                        serial: self.topicID(for: device), label: label)
+        self.publishers[self.topicID(for: device)] = publisher
         return publisher
     }
 
@@ -81,7 +88,7 @@ extension AgentRuntime: EmpaticaDelegate {
     ///   - force: publish even if unchanged (a new broker session, whose retained copy may be gone).
     func publishDeviceStatus(_ device: EmpaticaDeviceManager, overriding status: DeviceStatus? = nil,
                              force: Bool = false) {
-        guard let publisher = self.publishers[device.serialNumber] else { return }
+        guard let publisher = self.publishers[self.topicID(for: device)] else { return }
         let status = status ?? device.deviceStatus
         if status != publisher.statusSeen {
             publisher.statusSeen = status
@@ -96,10 +103,11 @@ extension AgentRuntime: EmpaticaDelegate {
             ("since", publisher.statusSince.map { Self.number($0, decimals: 3) } ?? "null"),
         ]
         if status == .connected { members.append(("sid", Self.quote(publisher.sid))) }
+        members += Self.profileMembers(device)
         let text = Self.object(members)
         guard force || text != publisher.publishedStatus else { return }
         publisher.publishedStatus = text
-        self.outbox.publish(topic: self.topicBase + "/" + device.serialNumber + "/status", text: text, retain: true)
+        self.outbox.publish(topic: self.topicBase + "/" + self.topicID(for: device) + "/status", text: text, retain: true)
     }
 
     /// The wristband's RSSI as status and metrics report it: the last advertisement's, `nil` while connected.
@@ -126,6 +134,12 @@ extension AgentRuntime: EmpaticaDelegate {
         let connected = api.devices.filter { $0.deviceStatus == .connected }.count
         self.notifier.status("\(connected)/\(self.configuration.wristbands.count) wristbands connected, "
                                  + "Bluetooth \(api.status.rawValue), MQTT \(self.mqtt.state), mode \(self.mode.rawValue)")
+    }
+
+    /// A device's kind and, where it said, its self-description (SPEC §16): `"profile":"hrs","manufacturer":…`.
+    static func profileMembers(_ device: EmpaticaDeviceManager) -> [(String, String)] {
+        [("profile", Self.quote(device.profile.name))]
+            + device.deviceInformation.fields.map { ($0.key, Self.quote($0.value)) }
     }
 
     // MARK: Control-plane JSON (small, allocation is fine here)

@@ -14,7 +14,7 @@ extension AgentRuntime {
             self.publishStatus(online: true)
             self.lastDevicesSummary = ""
             self.publishDevices()
-            for device in self.api?.devices ?? [] where self.publishers[device.serialNumber] != nil {
+            for device in self.api?.devices ?? [] where self.publishers[self.topicID(for: device)] != nil {
                 self.publishDeviceStatus(device, force: true)
             }
             if self.configuration.control.mqttCommands {
@@ -50,13 +50,13 @@ extension AgentRuntime {
     func publishDevices() {
         guard let api = self.api else { return }
         let members = api.devices.map { device -> (String, String) in
-            (device.serialNumber, Self.object([
+            (self.topicID(for: device), Self.object([
                 ("address", Self.quote(device.address.description)),
                 ("name", Self.quote(device.name)),
                 // The advertisement's RSSI; null while connected (bluetoothd does not refresh it over a link).
                 ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
                 ("allowed", device.allowed && self.isWhitelisted(device) ? "true" : "false"),
-            ]))
+            ] + Self.profileMembers(device)))
         }
         let text = Self.object(members)
         guard text != self.lastDevicesSummary else { return }
@@ -67,30 +67,62 @@ extension AgentRuntime {
     /// Flushes every batch each `batch_ms` (or `background_batch_ms`) while data flows; with 0, publishers flush
     /// per notification. The timer stops when a tick finds nothing to publish and restarts with the next sample,
     /// so an agent without streaming wristbands does not wake up for it.
+    ///
+    /// With a non-zero interval the notification sockets are not read as each notification arrives: every tick
+    /// first drains them (SPEC §19), each notification keeping the time the kernel queued it, and when the timer
+    /// stops the sockets are armed so that the next notification restarts it.
     func scheduleFlush() {
         if let timer = self.flushTimer { self.loop.cancel(timer) }
         self.flushTimer = nil
+        self.api?.defersNotificationReads = self.batchMilliseconds > 0
         self.armFlush()
     }
 
-    /// Called when a batch receives data: starts the flush timer if it is not running.
+    /// The longest a notification waits in its socket: a longer batch interval drains at this cadence and
+    /// publishes at its own. A socketpair holds about 278 notifications of 20 bytes (``NotificationStream``); an E4
+    /// characteristic sends at most 6 a second, so 5 s leaves a margin of nine.
+    static let maximumReadDeferral = 5_000
+
+    /// Called when a batch receives data, or a deferred notification socket has data waiting: starts the flush timer
+    /// if it is not running.
     func armFlush() {
         guard self.flushTimer == nil else { return }
         let milliseconds = self.batchMilliseconds
         guard milliseconds > 0 else { return }
-        let interval = Duration.milliseconds(milliseconds)
+        let tick = min(milliseconds, Self.maximumReadDeferral)
+        self.nextFlush = Self.flushDue(after: MonotonicInstant.now, milliseconds: milliseconds)
+        let interval = Duration.milliseconds(tick)
         self.flushTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [unowned self] in
             self.flushTick()
         }
     }
 
-    /// One firing of the batch timer: publishes every pending batch, and stops the timer when there was none.
+    /// When a flush is due after one at `now`: the batch interval less half a tick, so that the tick nearest to it
+    /// publishes.
+    static func flushDue(after now: MonotonicInstant, milliseconds: Int) -> MonotonicInstant {
+        let ahead = milliseconds - min(milliseconds, Self.maximumReadDeferral) / 2
+        return MonotonicInstant(nanoseconds: now.nanoseconds &+ UInt64(max(ahead, 0)) &* 1_000_000)
+    }
+
+    /// One firing of the batch timer: drains the notification sockets, publishes every pending batch when the batch
+    /// interval is up, and stops the timer when that found nothing at all.
     func flushTick() {
+        let drained = self.api?.drainNotifications() ?? 0
+        let milliseconds = self.batchMilliseconds
+        // A tick shorter than the batch interval only drains until the interval is (within half a tick) up.
+        if milliseconds > Self.maximumReadDeferral {
+            let now = MonotonicInstant.now
+            guard now >= self.nextFlush else { return }
+            self.nextFlush = Self.flushDue(after: now, milliseconds: milliseconds)
+        }
         var published = false
-        for publisher in self.publishers.values where publisher.flushAll() { published = true }
-        if !published, let timer = self.flushTimer {
+        self.mqtt.coalescingWrites {
+            for publisher in self.publishers.values where publisher.flushAll() { published = true }
+        }
+        if !published && drained == 0, let timer = self.flushTimer {
             self.loop.cancel(timer)
             self.flushTimer = nil
+            self.api?.armNotificationWakeups()
         }
     }
 
@@ -103,7 +135,24 @@ extension AgentRuntime {
                                                         repeating: .seconds(Int64(seconds))) { [unowned self] in
             self.publishMetrics()
             self.publishDevices()
+            self.reportMalformedBlueZ()
         }
+    }
+
+    /// One journal line per metrics interval, only when BlueZ (or whatever owns `org.bluez`) sent something without
+    /// BlueZ's shape since the last one: how much of each kind, and the latest (SPEC §12: never trust a peer).
+    func reportMalformedBlueZ() {
+        guard let api = self.api else { return }
+        let now = (api.malformedIdentifiers, api.malformedSignals, api.malformedReplies)
+        let last = self.reportedMalformed
+        guard now != last else { return }
+        self.reportedMalformed = now
+        // A new bus connection starts from zero again.
+        guard now.0 >= last.0, now.1 >= last.1, now.2 >= last.2 else { return }
+        self.logger.warn("org.bluez sent what BlueZ does not: \(now.0 - last.0) malformed identifiers, "
+                             + "\(now.1 - last.1) malformed signals, \(now.2 - last.2) malformed replies (latest: "
+                             + "\(api.lastMalformed ?? "an identifier that does not parse")); ignored",
+                         ["COMPONENT": "bluez"])
     }
 
     /// `P/A/metrics`.
@@ -132,11 +181,24 @@ extension AgentRuntime {
         ])
     }
 
+    /// How a device's notification sockets were read: wake-ups against drains, and what the kernel did not stamp.
+    static func readsJSON(_ reads: NotificationReadStatistics) -> String {
+        Self.object([
+            ("notifications", String(reads.notifications)),
+            ("wakeups", String(reads.wakeups)),
+            ("drains", String(reads.drains)),
+            ("read_time_fallbacks", String(reads.readTimeFallbacks)),
+            ("high_water", String(reads.highWaterDrains)),
+            ("truncated", String(reads.truncated)),
+            ("passed_fds", String(reads.passedDescriptors)),
+        ])
+    }
+
     func metricsJSON() -> String {
         let devices = (self.api?.devices ?? []).filter { self.isWhitelisted($0) || $0.isConnectionWanted }
             .map { device -> (String, String) in
                 let stats = device.statistics
-                return (device.serialNumber, Self.object([
+                return (self.topicID(for: device), Self.object([
                     ("status", Self.quote(device.deviceStatus.rawValue)),
                     ("rx_packets", String(stats.packets)),
                     ("lost", String(stats.lostPackets)),
@@ -147,6 +209,7 @@ extension AgentRuntime {
                     ("clock_reanchors", String(device.clockReanchors)),
                     ("notify_acquired", String(device.counters.acquiredNotifications)),
                     ("notify_fallbacks", String(device.counters.startNotifyFallbacks)),
+                    ("notify_reads", Self.readsJSON(device.notificationReads)),
                     ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
                 ]))
             }
@@ -170,6 +233,30 @@ extension AgentRuntime {
                 ("control_waiting", String(self.outbox.control.count)),
             ])),
             ("spool", self.spoolMetricsJSON()),
+            ("control", self.controlMetricsJSON()),
+            ("bluez", Self.object([
+                ("malformed_identifiers", String(self.api?.malformedIdentifiers ?? 0)),
+                ("malformed_signals", String(self.api?.malformedSignals ?? 0)),
+                ("malformed_replies", String(self.api?.malformedReplies ?? 0)),
+                ("owner_changes", String(self.api?.ownerChanges ?? 0)),
+                ("abandoned_calls", String(self.api?.abandonedCalls ?? 0)),
+                ("stale_replies", String(self.api?.staleReplies ?? 0)),
+            ])),
+        ])
+    }
+
+    /// The metrics' `control`: what the command topic and the control socket received and refused.
+    func controlMetricsJSON() -> String {
+        let socket = self.control?.counters ?? ControlServer.Counters()
+        return Self.object([
+            ("mqtt_commands", String(self.controlCounters.mqttCommands)),
+            ("mqtt_rejected", String(self.controlCounters.mqttRejected)),
+            ("socket_requests", String(socket.requests)),
+            ("socket_rejected", String(self.controlCounters.socketRejected)),
+            ("socket_busy", String(socket.busy)),
+            ("socket_overlong", String(socket.overlong)),
+            ("socket_timeouts", String(socket.timeouts)),
+            ("socket_abandoned", String(socket.abandoned)),
         ])
     }
 }

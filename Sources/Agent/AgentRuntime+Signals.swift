@@ -47,7 +47,10 @@ extension AgentRuntime {
         self.scheduleFlush()
         self.publishStatus(online: true)
         self.updateSystemdStatus()
-        self.logger.info("mode \(mode.rawValue) (\(reason))", ["MODE": mode.rawValue])
+        if let skipped = self.modeLog.admit() {
+            let more = skipped > 0 ? " (\(skipped) more mode changes not logged)" : ""
+            self.logger.info("mode \(mode.rawValue) (\(reason))\(more)", ["MODE": mode.rawValue])
+        }
         return "mode \(mode.rawValue)"
     }
 

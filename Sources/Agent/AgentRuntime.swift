@@ -15,6 +15,10 @@ import Spool
 /// One event loop owns BlueZ, D-Bus, MQTT, timers, signals and the control socket. ``run()`` returns the process
 /// exit code after a SIGTERM/SIGINT shutdown.
 public final class AgentRuntime {
+    /// The device profiles the agent serves, in the order they are tried (SPEC §15, §16); the fuzz target of the
+    /// profiles' decoders takes its list from here.
+    public static var profiles: [any DeviceProfile] { [E4DeviceProfile(), HRSDeviceProfile()] }
+
     public internal(set) var configuration: AgentConfiguration
     let configPath: String
     let loop: EventLoop
@@ -36,6 +40,8 @@ public final class AgentRuntime {
     var enabledStreams: Set<StreamKind>
     var mode: AgentConfiguration.PowerMode
     var flushTimer: TimerHandle?
+    /// When the next flush tick publishes (ticks in between only drain; ``AgentRuntime/maximumReadDeferral``).
+    var nextFlush = MonotonicInstant(nanoseconds: 0)
     var metricsTimer: TimerHandle?
     var busRetryTimer: TimerHandle?
     var control: ControlServer?
@@ -49,6 +55,13 @@ public final class AgentRuntime {
     /// Journal budgets for refused commands and rescans (`AgentRuntime+Commands.swift`).
     var rejectedCommandLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
     var rescanLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
+    /// Mode changes reach the journal at most this often too: a flood of valid, alternating mode commands is a
+    /// flood of lines otherwise.
+    var modeLog = LogRateLimit(burst: AgentRuntime.commandLogBurst, window: .seconds(60))
+    /// Commands received and refused, for the metrics' `control`.
+    var controlCounters = ControlCounters()
+    /// BlueZ's malformed identifiers, signals and replies as last reported in the journal.
+    var reportedMalformed: (UInt64, UInt64, UInt64) = (0, 0, 0)
 
     /// Whether each notification is published at once (batch interval 0).
     var flushEveryNotification: Bool { self.batchMilliseconds == 0 }
@@ -162,6 +175,8 @@ public final class AgentRuntime {
             options.backgroundScanWindow = .seconds(Int64(bluetooth.backgroundScanWindowSeconds))
             options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
             options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
+            // Both kinds of device (SPEC §15, §16): a whitelist entry's `profile` picks one, else the advertisement.
+            options.profiles = Self.profiles
             let api = try EmpaticaAPI(loop: self.loop, options: options)
             api.onBusLost = { [weak self, unowned api] in
                 guard let self, !self.shuttingDown else { return }
@@ -171,6 +186,12 @@ public final class AgentRuntime {
                 self.retryBus()
             }
             api.scanPolicy = { [unowned self] in self.needsDiscovery() }
+            api.defersNotificationReads = self.batchMilliseconds > 0
+            api.onNotificationsPending = { [unowned self] in self.armFlush() }
+            api.profileAssignment = { [unowned self] address in
+                self.configuration.wristbands.first { $0.address == address.description || $0.serial == address.serial }?
+                    .profile
+            }
             api.onWatchdog = { [unowned self] action, reason in
                 self.logger.warn("Bluetooth watchdog: \(action.rawValue) (\(reason))", ["WATCHDOG": action.rawValue])
             }
@@ -208,6 +229,11 @@ public final class AgentRuntime {
     func wristband(for device: EmpaticaDeviceManager) -> AgentConfiguration.Wristband? {
         let address = device.address.description
         return self.configuration.wristbands.first { $0.serial == device.serialNumber || $0.address == address }
+    }
+
+    /// The device's level in its topics (`P/A/S/…`): its whitelist entry's `id`, else its serial (SPEC §16).
+    func topicID(for device: EmpaticaDeviceManager) -> String {
+        self.wristband(for: device)?.topicID ?? device.serialNumber
     }
 
     /// Discovery runs while a whitelisted wristband is not connected and a connection slot is free.

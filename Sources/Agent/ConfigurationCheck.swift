@@ -56,7 +56,7 @@ enum ConfigurationCheck {
                     fail("auth: \(refusal) (keyring \(auth.keyring); `empalinkctl key add` issues a key)",
                           key: auth.apiKey != nil ? "auth.api_key" : "auth.api_key_file")
                 case .success(let grant):
-                    for band in configuration.wristbands where !grant.allows(serial: band.serial) {
+                    for band in configuration.wristbands where band.profile != "hrs" && !grant.allows(serial: band.serial) {
                         warning("wristband \(band.serial) is whitelisted but the API key does not unlock it",
                                 key: nil)
                     }

@@ -19,11 +19,17 @@ final class ControlServer {
     /// The socket file bound here (device, inode): ``close()`` unlinks the path only while it is still ours.
     var bound: (dev_t, ino_t)?
     var clients: [CInt: Client] = [:]
+    /// Clients refused or dropped, by cause (``Counters``); in the agent's metrics as `control`.
+    private(set) var counters = Counters()
+    /// One journal line per cause and burst: a flood of clients must not fill the journal.
+    var refusalLog = LogRateLimit(burst: 5, window: .seconds(60))
 
     /// The most clients served at once; one more is told "busy" and closed.
     static let clientLimit = 16
     /// A client that has not sent its whole line by then is dropped.
     static let clientTimeout: Duration = .seconds(5)
+    /// The longest request line; a longer one is answered with an error and the client closed.
+    static let lineLimit = 1024
 
     final class Client {
         let fd: FileDescriptor
@@ -142,6 +148,8 @@ final class ControlServer {
                 try? FileDescriptor(rawValue: fd).setNonBlocking(true)
                 _ = try? FileDescriptor(rawValue: fd).writeAll("{\"ok\":false,\"error\":\"busy\"}\n")
                 Glibc.close(fd)
+                self.counters.busy &+= 1
+                self.logRefusal("busy: \(Self.clientLimit) clients are being served")
                 continue
             }
             let client = Client(fd: FileDescriptor(rawValue: fd))
@@ -160,7 +168,10 @@ final class ControlServer {
             self.clients[fd] = client
             // A client that never finishes its line is dropped; the timer is cancelled when it is served.
             client.timer = try? self.loop.scheduleTimer(after: Self.clientTimeout) { [weak self, weak client] in
-                if let client { self?.drop(client) }
+                guard let self, let client, self.clients[client.fd.rawValue] === client else { return }
+                self.counters.timeouts &+= 1
+                self.logRefusal("no request line within \(Self.clientTimeout)")
+                self.refuse(client, "timed out waiting for a request line")
             }
         }
     }
@@ -171,14 +182,34 @@ final class ControlServer {
         if count > 0 {
             client.input += buffer[0..<count]
         }
-        if let newline = client.input.firstIndex(of: UInt8(ascii: "\n")) {
+        if let newline = client.input.prefix(Self.lineLimit + 1).firstIndex(of: UInt8(ascii: "\n")) {
             let line = String(decoding: client.input[..<newline], as: UTF8.self)
             let reply = self.handler(line.trimmingCharacters(in: [" ", "\r", "\t"])) + "\n"
+            self.counters.requests &+= 1
             try? client.fd.writeAll(reply)
             self.drop(client)
-        } else if count == 0 || client.input.count > 1024 || !events.isDisjoint(with: [.hangup, .error]) {
+        } else if client.input.count > Self.lineLimit {
+            // Answered, so that a client (or a person typing into socat) learns why it is closed.
+            self.counters.overlong &+= 1
+            self.logRefusal("a request line longer than \(Self.lineLimit) bytes")
+            self.refuse(client, "request line longer than \(Self.lineLimit) bytes")
+        } else if count == 0 || !events.isDisjoint(with: [.hangup, .error]) {
+            self.counters.abandoned &+= 1
             self.drop(client)
         }
+    }
+
+    /// Answers `client` with an error line (best effort: it may not read) and closes it.
+    func refuse(_ client: Client, _ error: String) {
+        try? client.fd.writeAll("{\"ok\":false,\"error\":\"\(error)\"}\n")
+        self.drop(client)
+    }
+
+    /// A refused client, in the journal at most ``refusalLog``'s burst a minute.
+    func logRefusal(_ reason: String) {
+        guard let skipped = self.refusalLog.admit() else { return }
+        let more = skipped > 0 ? " (\(skipped) more refusals not logged)" : ""
+        self.logger.warn("control socket: refused a client: \(reason)\(more)")
     }
 
     /// Closes `client` and cancels its timer. A descriptor number is reused by the next accept, so only the very

@@ -66,6 +66,10 @@ extension DevicePublisher: DecodedStreamSink {
         self.event(.tag, self.tag, 0, at: time)
     }
 
+    func contact(_ detected: Bool, at time: Double) {
+        self.event(.contact, self.contact, detected ? 1 : 0, at: time)
+    }
+
     func event(_ kind: StreamKind, _ batch: EventBatch, _ value: Float, confidence: Float = 1, at time: Double) {
         guard self.enabled(kind) else { return }
         self.host.armFlush()

@@ -26,6 +26,8 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     /// `"sid":"…"` of the current session, preformatted.
     var sidField: [UInt8] = []
     var sid = ""
+    /// Whether ``sid`` was drawn when the current attempt began (`connecting`), so `connected` keeps it.
+    var sessionDrawnForAttempt = false
     /// The retained `P/A/S/status` as last published, so an unchanged one is not sent again.
     var publishedStatus = ""
     /// The status `statusSince` belongs to, and when it began (seconds since 1970).
@@ -43,6 +45,8 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
     let hr = EventBatch(capacity: 128)
     let battery = EventBatch(capacity: 16)
     let tag = EventBatch(capacity: 64)
+    /// Sensor contact changes (1 detected, 0 lost) of a heart-rate sensor.
+    let contact = EventBatch(capacity: 16)
 
     /// - Parameters:
     ///   - topicBase: `P/A`; the device's topics are `P/A/S/<stream>`.
@@ -80,13 +84,24 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         }
         self.acc.count = 0
         self.acc.seq = 0
-        for batch in [self.ibi, self.hr, self.battery, self.tag] {
+        for batch in [self.ibi, self.hr, self.battery, self.tag, self.contact] {
             batch.count = 0
             batch.seq = 0
         }
     }
 
     func enabled(_ kind: StreamKind) -> Bool { self.host.enabledStreams.contains(kind) }
+
+    /// The batch of an event stream (`ibi`, `hr`, `battery`, `tag`, `contact`); `tag` for any other.
+    func eventBatch(_ kind: StreamKind) -> EventBatch {
+        switch kind {
+        case .ibi: self.ibi
+        case .hr: self.hr
+        case .battery: self.battery
+        case .contact: self.contact
+        default: self.tag
+        }
+    }
 
     // MARK: EmpaticaDeviceDelegate (hot path)
 
@@ -126,11 +141,27 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         self.tag(at: timestamp)
     }
 
+    func didReceiveContact(_ detected: Bool, timestamp: Double, from device: EmpaticaDeviceManager) {
+        self.contact(detected, at: timestamp)
+    }
+
+    func didUpdateDeviceInformation(for device: EmpaticaDeviceManager) {
+        self.host.deviceInformationChanged(device)
+    }
+
     func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {
-        if status == .connected {
+        // The session starts with the attempt: the wristband may stream before the status says connected (the
+        // rest of its profile is still being set up), and a batch flushed then belongs to this session too.
+        // Drawing the sid at `connected` published that first batch under a session of its own (issue #21).
+        if status == .connecting {
             self.newSession()
+            self.sessionDrawnForAttempt = true
+        } else if status == .connected {
+            if !self.sessionDrawnForAttempt { self.newSession() }
+            self.sessionDrawnForAttempt = false
         } else if status == .disconnected || status == .disconnecting {
             self.flushAll()
+            self.sessionDrawnForAttempt = false
         }
         self.host.deviceStatusChanged(device)
     }
@@ -192,8 +223,8 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             }
             self.acc.seq += 1
             self.acc.count = 0
-        case .ibi, .hr, .battery, .tag:
-            let batch = kind == .ibi ? self.ibi : kind == .hr ? self.hr : kind == .battery ? self.battery : self.tag
+        case .ibi, .hr, .battery, .tag, .contact:
+            let batch = self.eventBatch(kind)
             guard batch.count > 0 else { return false }
             json.append(integer: batch.seq)
             if kind == .hr {

@@ -15,6 +15,12 @@ protocol DevicePublisherHost: AnyObject {
     func batteryChanged(_ device: EmpaticaDeviceManager)
     /// The wristband's connection changed.
     func deviceStatusChanged(_ device: EmpaticaDeviceManager)
+    /// The device's self-description (Device Information, body sensor location) was read.
+    func deviceInformationChanged(_ device: EmpaticaDeviceManager)
+}
+
+extension DevicePublisherHost {
+    func deviceInformationChanged(_ device: EmpaticaDeviceManager) {}
 }
 
 /// Where a ``DevicePublisher`` hands its formatted messages: the ``Outbox``.
@@ -30,5 +36,10 @@ extension Outbox: MessageSink {}
 extension AgentRuntime: DevicePublisherHost {
     func batteryChanged(_ device: EmpaticaDeviceManager) {
         self.publishDeviceStatus(device)
+    }
+
+    func deviceInformationChanged(_ device: EmpaticaDeviceManager) {
+        self.publishDeviceStatus(device)
+        self.publishDevices()
     }
 }

@@ -42,6 +42,10 @@ final class Outbox {
     private(set) var oversized: UInt64 = 0
     /// Control-plane messages the broker could not take at once.
     private(set) var control = ControlQueue()
+    /// MQTT ids of control-plane messages in flight. They may hold at most ``controlWindow`` slots of the in-flight
+    /// window: a flood of commands, each answered on `cmd/result`, must not take the window from the wristbands'
+    /// data (which would go to the spool and arrive late). Capacity reserved, so acknowledgements never allocate.
+    private var controlInflight: Set<Int32> = []
     private var flushingControl = false
     /// `always` mode: messages appended in flight, waiting for the writer before their live publish.
     let staging = WriteAheadStaging()
@@ -60,8 +64,10 @@ final class Outbox {
         self.writeAhead = spool != nil && mode == .always
         self.loop = loop
         if self.writeAhead { self.liveRecords.reserveCapacity(max(mqtt.options.maxInflight, 1)) }
+        self.controlInflight.reserveCapacity(Self.controlWindow(maxInflight: mqtt.options.maxInflight))
         mqtt.onAcknowledgement = { [unowned self] mid, outcome in
             if outcome.isDelivered { self.acknowledged &+= 1 }
+            self.controlInflight.remove(mid)
             if let id = self.liveRecords.removeValue(forKey: mid), outcome.isDelivered {
                 // Not delivered (rejected, abandoned): it stays in flight, and the rewind at the disconnect or the
                 // recovery after a restart sends it again.
@@ -206,8 +212,14 @@ final class Outbox {
             self.control.hold(message, windowFull: self.mqtt.state == .connected)
             return
         }
+        guard self.controlInflight.count < self.controlWindow else {
+            // Its share of the window is taken: it waits like a message the full window refused.
+            self.control.hold(message, windowFull: self.mqtt.state == .connected)
+            return
+        }
         do {
-            try self.mqtt.publish(topic: topic, payload: message.payload, qos: self.qos, retain: retain)
+            let mid = try self.mqtt.publish(topic: topic, payload: message.payload, qos: self.qos, retain: retain)
+            if self.qos > 0 { self.controlInflight.insert(mid) }
             self.published &+= 1
         } catch where Self.mayPassLater(error) {
             self.control.hold(message, windowFull: error.code == .inflightFull)
@@ -216,6 +228,11 @@ final class Outbox {
             self.logger.warn("cannot publish \(topic): \(error.message)")
         }
     }
+
+    /// How many in-flight slots control-plane messages may hold: a quarter of `mqtt.max_inflight`, at least one.
+    static func controlWindow(maxInflight: Int) -> Int { max(1, maxInflight / 4) }
+
+    var controlWindow: Int { Self.controlWindow(maxInflight: self.mqtt.options.maxInflight) }
 
     /// Whether a refused publish may succeed later (the window frees, the broker returns), as opposed to a
     /// message the broker can never take (too large, an invalid topic).
@@ -229,10 +246,11 @@ final class Outbox {
         guard !self.flushingControl else { return }
         self.flushingControl = true
         defer { self.flushingControl = false }
-        while let message = self.control.next() {
+        while self.controlInflight.count < self.controlWindow, let message = self.control.next() {
             do {
-                try self.mqtt.publish(topic: message.topic, payload: message.payload, qos: self.qos,
-                                      retain: message.retain)
+                let mid = try self.mqtt.publish(topic: message.topic, payload: message.payload, qos: self.qos,
+                                                retain: message.retain)
+                if self.qos > 0 { self.controlInflight.insert(mid) }
                 self.published &+= 1
                 self.control.removeNext()
             } catch where Self.mayPassLater(error) {
@@ -281,6 +299,7 @@ final class Outbox {
         // this connection will not come (a late one only means a duplicate).
         self.staging.removeAll()
         self.liveRecords.removeAll(keepingCapacity: true)
+        self.controlInflight.removeAll(keepingCapacity: true)
         // In-flight replays may never be acknowledged now: they become pending again (duplicates are detectable
         // by sid/seq).
         self.spool?.rewindReplay()

@@ -1,8 +1,9 @@
 import Physio
 
-/// The MQTT data streams of a wristband (SPEC §10), with their topic suffix.
+/// The MQTT data streams of a wristband (SPEC §10, §16), with their topic suffix. A heart-rate sensor publishes
+/// `hr`, `ibi`, `battery` and `contact`; an E4 all but `contact`.
 public enum StreamKind: String, CaseIterable, Sendable {
-    case bvp, gsr, acc, temp, ibi, hr, battery, tag
+    case bvp, gsr, acc, temp, ibi, hr, battery, tag, contact
 
     /// Decimals written for values of this stream: enough for the sensor's resolution, no more.
     var decimals: Int {
@@ -13,7 +14,7 @@ public enum StreamKind: String, CaseIterable, Sendable {
         case .ibi: return 4
         case .hr: return 1
         case .battery: return 2
-        case .acc, .tag: return 0
+        case .acc, .tag, .contact: return 0
         }
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import DBus
 import Posix
 
@@ -14,8 +17,25 @@ extension BlueZClient {
         timeout: Duration = .seconds(25),
         completion: @escaping (Result<[DBusValue], DBusError>) -> Void
     ) {
+        let id = self.nextCall
+        self.nextCall &+= 1
+        self.pending[id] = completion
         self.connection.call(destination: BlueZNames.service, path: path, interface: interface, member: member,
-                             arguments: arguments, timeout: timeout, reply: completion)
+                             arguments: arguments, timeout: timeout) { [weak self] result in
+            guard let self else { return }
+            guard let completion = self.pending.removeValue(forKey: id) else {
+                // Abandoned at an owner change: this answer (or its timeout) is the old owner's. Counted, never
+                // acted on, and a descriptor it carries is not leaked.
+                if case .success(let values) = result {
+                    self.staleReplies &+= 1
+                    for case .unixFD(let raw) in values { FileDescriptor(rawValue: raw).close() }
+                } else if case .failure(let error) = result, error.name != DBusError.noReplyName {
+                    self.staleReplies &+= 1
+                }
+                return
+            }
+            completion(result)
+        }
     }
 
     func callVoid(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
@@ -86,14 +106,30 @@ extension BlueZClient {
             case .failure(let error):
                 completion(.failure(error))
             case .success(let values):
-                guard values.count == 2, case .unixFD(let raw) = values[0], let mtu = values[1].int64 else {
+                // BlueZ answers (h, q): the fd and the negotiated ATT MTU, 23…517. The MTU sizes the receive
+                // buffer, so a value outside ATT's range is refused, not trusted (2^63 would be an allocation).
+                guard values.count == 2, case .unixFD(let raw) = values[0],
+                      case .uint16(let mtu) = values[1].unwrapped, Self.attMTURange.contains(Int(mtu))
+                else {
                     // Never leak a descriptor from a malformed reply.
                     for case .unixFD(let raw) in values { FileDescriptor(rawValue: raw).close() }
-                    completion(.failure(DBusError(name: BlueZNames.Error.failed,
-                                                  message: "malformed AcquireNotify reply")))
+                    let what = "AcquireNotify reply (\(values.map(\.signature).joined())) "
+                        + "\(values.count == 2 ? "with MTU \(values[1].int64.map(String.init) ?? "?")" : "")"
+                    self.malformed(what + " on " + characteristic)
+                    completion(.failure(DBusError(name: BlueZNames.Error.malformedReply,
+                                                  message: "malformed AcquireNotify reply: expected (h, q 23…517)")))
                     return
                 }
                 let fd = FileDescriptor(rawValue: raw)
+                // One read is one notification only on a SOCK_SEQPACKET socket (what bluetoothd hands out): a stream
+                // socket, a pipe or a file would run notifications together or never end.
+                if let kind = Self.socketType(fd), kind != CInt(SOCK_SEQPACKET.rawValue) {
+                    fd.close()
+                    self.malformed("AcquireNotify fd of socket type \(kind) (not SOCK_SEQPACKET) on " + characteristic)
+                    completion(.failure(DBusError(name: BlueZNames.Error.malformedReply,
+                                                  message: "AcquireNotify fd is not a SOCK_SEQPACKET socket")))
+                    return
+                }
                 do {
                     try fd.setNonBlocking(true)
                     try fd.setCloseOnExec(true)
@@ -105,6 +141,20 @@ extension BlueZClient {
                 completion(.success((fd, Int(clamping: mtu))))
             }
         }
+    }
+
+    /// ATT's MTU range: 23 (the minimum) to 517 (`BT_ATT_MAX_LE_MTU`).
+    static let attMTURange = 23...517
+
+    /// `SO_TYPE` of `fd`, or -1 when it is not a socket at all (a pipe, a file); `nil` only if `getsockopt` fails
+    /// otherwise.
+    static func socketType(_ fd: FileDescriptor) -> CInt? {
+        var kind: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        guard getsockopt(fd.rawValue, SOL_SOCKET, SO_TYPE, &kind, &length) == 0 else {
+            return errno == ENOTSOCK ? -1 : nil
+        }
+        return kind
     }
 
     /// Starts notifications delivered as `PropertiesChanged(Value)` (the fallback when AcquireNotify is refused).

@@ -20,5 +20,10 @@ public enum BlueZNames {
         public static let notPermitted = "org.bluez.Error.NotPermitted"
         public static let notSupported = "org.bluez.Error.NotSupported"
         public static let alreadyConnected = "org.bluez.Error.AlreadyConnected"
+        /// Ours, never BlueZ's: a reply BlueZ would not send (``BlueZClient/malformedReplies``). For `AcquireNotify`
+        /// the acquisition may still be held on BlueZ's side; `StopNotify` releases it.
+        public static let malformedReply = "org.empalink.Error.MalformedReply"
+        /// A call in flight when `org.bluez` changed owner: failed by the client, not by BlueZ.
+        public static let ownerChanged = "org.empalink.Error.OwnerChanged"
     }
 }

@@ -14,6 +14,10 @@ public struct BlueZObjectCache: Sendable {
     /// (snapshot, `InterfacesAdded`, `PropertiesChanged`). The views leave them out: such a device has no
     /// ``BlueZDeviceInfo/address``, such a characteristic is not listed.
     public private(set) var malformedIdentifiers: UInt64 = 0
+    /// `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged` signals (and snapshot entries) without BlueZ's
+    /// shape — wrong argument count or D-Bus types — dropped and counted. (A `PropertiesChanged` for an object not
+    /// announced is not malformed: it is ignored, as BlueZ announces objects first.)
+    public private(set) var malformedSignals: UInt64 = 0
 
     public init() {}
 
@@ -45,7 +49,10 @@ public struct BlueZObjectCache: Sendable {
         self.objects = [:]
         guard let entries = value.stringDictionary else { return false }
         for (path, interfaces) in entries {
-            guard let parsed = BlueZObjectCache.interfaces(interfaces) else { continue }
+            guard let parsed = BlueZObjectCache.interfaces(interfaces) else {
+                self.malformedSignals &+= 1
+                continue
+            }
             self.objects[path] = parsed
             self.countMalformed(parsed)
         }
@@ -57,7 +64,10 @@ public struct BlueZObjectCache: Sendable {
     /// - Returns: the object path, or `nil` for a malformed signal.
     public mutating func interfacesAdded(_ arguments: [DBusValue]) -> (path: String, interfaces: [String])? {
         guard arguments.count == 2, let path = arguments[0].string,
-              let added = BlueZObjectCache.interfaces(arguments[1]) else { return nil }
+              let added = BlueZObjectCache.interfaces(arguments[1]) else {
+            self.malformedSignals &+= 1
+            return nil
+        }
         for (name, properties) in added {
             self.objects[path, default: [:]][name] = properties
         }
@@ -68,7 +78,10 @@ public struct BlueZObjectCache: Sendable {
     /// Applies `InterfacesRemoved(o, as)`.
     public mutating func interfacesRemoved(_ arguments: [DBusValue]) -> (path: String, interfaces: [String])? {
         guard arguments.count == 2, let path = arguments[0].string,
-              let names = arguments[1].arrayElements?.compactMap(\.string) else { return nil }
+              let names = arguments[1].arrayElements?.compactMap(\.string) else {
+            self.malformedSignals &+= 1
+            return nil
+        }
         for name in names {
             self.objects[path]?[name] = nil
         }
@@ -85,8 +98,11 @@ public struct BlueZObjectCache: Sendable {
     {
         guard arguments.count == 3, let interface = arguments[0].string,
               let changed = arguments[1].stringDictionary,
-              let invalidated = arguments[2].arrayElements?.compactMap(\.string),
-              self.objects[path]?[interface] != nil else { return nil }
+              let invalidated = arguments[2].arrayElements?.compactMap(\.string) else {
+            self.malformedSignals &+= 1
+            return nil
+        }
+        guard self.objects[path]?[interface] != nil else { return nil }
         var names: [String] = []
         var changedProperties: Properties = [:]
         for (name, value) in changed {

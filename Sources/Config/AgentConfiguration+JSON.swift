@@ -9,6 +9,8 @@ extension AgentConfiguration {
                         ("serial", .string(band.serial)),
                         ("address", band.address.map(JSONValue.string) ?? .null),
                         ("label", .string(band.label)),
+                        ("profile", band.profile.map(JSONValue.string) ?? .null),
+                        ("id", .string(band.topicID)),
                     ])
                 })))
                 continue

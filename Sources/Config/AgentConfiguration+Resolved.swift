@@ -26,7 +26,9 @@ extension AgentConfiguration {
             return Wristband(
                 serial: entry.string("wristband.serial"),
                 address: entry.optionalString("wristband.address"),
-                label: entry.string("wristband.label"))
+                label: entry.string("wristband.label"),
+                profile: entry.optionalString("wristband.profile"),
+                id: entry.optionalString("wristband.id"))
         }
         self.mqtt = MQTT(
             host: table.string("mqtt.host"),

@@ -44,6 +44,13 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var serial: String
         public var address: String?
         public var label: String
+        /// `"e4"` or `"hrs"`; `nil`: recognised from the advertisement.
+        public var profile: String? = nil
+        /// The topic level; `nil`: the serial.
+        public var id: String? = nil
+
+        /// The device's level in its MQTT topics.
+        public var topicID: String { self.id ?? self.serial }
     }
 
     public struct TLS: Sendable, Equatable {

@@ -13,7 +13,7 @@ public enum ConfigSchema {
     ]
 
     /// The MQTT streams a device can publish.
-    public static let streams = ["bvp", "gsr", "acc", "temp", "ibi", "hr", "battery", "tag"]
+    public static let streams = ["bvp", "gsr", "acc", "temp", "ibi", "hr", "battery", "tag", "contact"]
 
     /// Every key, grouped by section in document order.
     public static let keys: [ConfigKey] = [
@@ -66,6 +66,12 @@ public enum ConfigSchema {
                   "Bluetooth address, e.g. `\"00:07:80:9F:F1:67\"`."),
         ConfigKey("wristband.label", .string(0...128), default: .value(.string("")),
                   "Free text published in the device's status, e.g. a bed or study id."),
+        ConfigKey("wristband.profile", .oneOf(["e4", "hrs"]), default: .unset("unset: recognised from the advertisement"),
+                  "Device kind: `e4` (Empatica E4/E3) or `hrs` (a standard Bluetooth heart-rate sensor: chest strap, "
+                      + "armband). An `hrs` device needs no serial in the API key's device list: the whitelist is enough."),
+        ConfigKey("wristband.id", .identifier, default: .derived("the serial"),
+                  "The device's level in its MQTT topics (`P/A/<id>/…`), instead of the serial; unique among the "
+                      + "entries' ids and serials."),
 
         ConfigKey("mqtt.host", .host, default: .value(.string("localhost")),
                   "Broker host name or address."),
@@ -105,9 +111,10 @@ public enum ConfigSchema {
                   default: .value(.array(ConfigSchema.streams.map {
                       TOMLValue(.string($0), at: SourcePosition(line: 0, column: 0))
                   })),
-                  "Streams published per device."),
+                  "Streams published per device (`contact`: heart-rate sensors only)."),
         ConfigKey("publish.batch_ms", .integer(0...60_000), default: .value(.integer(250)),
-                  "In active mode, milliseconds of samples per message (0: one message per notification)."),
+                  "In active mode, milliseconds of samples per message (0: one message per notification). "
+                      + "Above 0 the notification sockets are read once per batch, not per notification."),
         ConfigKey("publish.background_batch_ms", .integer(0...600_000), default: .value(.integer(2000)),
                   "In background mode, milliseconds of samples per message."),
         ConfigKey("publish.metrics_interval_s", .integer(0...86400), default: .value(.integer(10)),

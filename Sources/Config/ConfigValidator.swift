@@ -326,6 +326,15 @@ public enum ConfigValidator {
                 } else {
                     seen[id] = band.position
                 }
+                // A configured id names the device's topics: it must not collide with another entry's.
+                if case .string(let topic)? = band.values["wristband.id"]?.kind, topic != id {
+                    if let first = seen[topic] {
+                        self.error("\(label): id \"\(topic)\" is already a wristband's serial or id (at \(first))",
+                                   at: band.values["wristband.id"]?.position)
+                    } else {
+                        seen[topic] = band.position
+                    }
+                }
             }
         }
     }

@@ -30,7 +30,7 @@ public struct DeviceState: Equatable, Sendable {
         var state = DeviceState(status: status)
         state.address = json["address"]?.string
         state.label = json["label"]?.string
-        state.rssi = json["rssi"]?.number.flatMap { (-200...20).contains($0) ? Int($0) : nil }
+        state.rssi = json["rssi"]?.number.flatMap(SeenDevice.rssi)
         state.battery = json["battery"]?.number.flatMap { (0...1).contains($0) ? $0 : nil }
         state.since = json["since"]?.number
         state.sid = json["sid"]?.string
@@ -44,12 +44,21 @@ public struct SeenDevice: Equatable, Sendable {
     public var name: String?
     public var rssi: Int?
     public var allowed: Bool
+    /// The device's profile (`"e4"`, `"hrs"`) where the board says (SPEC §16).
+    public var profile: String?
 
-    public init(address: String? = nil, name: String? = nil, rssi: Int? = nil, allowed: Bool) {
+    public init(address: String? = nil, name: String? = nil, rssi: Int? = nil, allowed: Bool,
+                profile: String? = nil) {
         self.address = address
         self.name = name
         self.rssi = rssi
         self.allowed = allowed
+        self.profile = profile
+    }
+
+    /// An RSSI (dBm) in -200…20 as an integer; anything else is left out (a payload's `1e300` must not trap).
+    static func rssi(_ value: Double) -> Int? {
+        (-200...20).contains(value) ? Int(value) : nil
     }
 
     /// - Throws: ``PayloadError`` when the payload is not an object of objects with a boolean `allowed`.
@@ -61,7 +70,8 @@ public struct SeenDevice: Equatable, Sendable {
                 throw PayloadError("devices entry without a valid serial or allowed flag")
             }
             devices[serial] = SeenDevice(address: entry["address"]?.string, name: entry["name"]?.string,
-                                         rssi: entry["rssi"]?.number.map { Int($0) }, allowed: allowed)
+                                         rssi: entry["rssi"]?.number.flatMap(Self.rssi), allowed: allowed,
+                                         profile: entry["profile"]?.string)
         }
         return devices
     }

@@ -128,7 +128,7 @@ public struct DataMessage: Equatable, Sendable {
         case .bvp: return 64
         case .acc: return 32
         case .gsr, .temp: return 4
-        case .ibi, .hr, .battery, .tag: return 0
+        case .ibi, .hr, .battery, .tag, .contact: return 0
         }
     }
 }

@@ -29,7 +29,7 @@ public enum E4DataLines {
             for event in message.events { text += "E4_Battery \(time(event.time)) \(value(event.value))\r\n" }
         case .tag:
             for event in message.events { text += "E4_Tag \(time(event.time))\r\n" }
-        case .hr:
+        case .hr, .contact:
             break
         }
         if decimalComma {

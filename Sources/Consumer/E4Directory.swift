@@ -1,6 +1,7 @@
 /// The wristbands an `e4-server` can offer, merged over every board (SPEC §17.2): an E4 id is the device's serial
 /// in upper case; a wristband is allowed when a board that saw it says so, connected while a board reports it
-/// connected.
+/// connected. Devices a board reports with another profile than `e4` (heart-rate straps, SPEC §16) are left out
+/// unless ``includesOtherProfiles``.
 public struct E4Directory: Sendable {
     public struct Entry: Equatable, Sendable {
         public var serial: String
@@ -13,7 +14,14 @@ public struct E4Directory: Sendable {
     /// By upper-case id.
     public private(set) var entries: [String: Entry] = [:]
 
-    public init() {}
+    /// Offer heart-rate straps and other non-E4 devices too (`e4-server --all-devices`).
+    public var includesOtherProfiles = false
+    /// Ids a board reported with a profile other than `e4`.
+    public private(set) var otherProfiles: Set<String> = []
+
+    public init(includesOtherProfiles: Bool = false) {
+        self.includesOtherProfiles = includesOtherProfiles
+    }
 
     public static func id(of serial: String) -> String { serial.uppercased() }
 
@@ -25,6 +33,11 @@ public struct E4Directory: Sendable {
     public mutating func seen(_ devices: [String: SeenDevice]) {
         for (serial, device) in devices {
             let id = Self.id(of: serial)
+            if let profile = device.profile, profile != "e4", !self.includesOtherProfiles {
+                self.otherProfiles.insert(id)
+                self.entries[id] = nil
+                continue
+            }
             var entry = self.entries[id] ?? Entry(serial: serial)
             entry.allowed = entry.allowed || device.allowed
             self.entries[id] = entry
@@ -36,6 +49,7 @@ public struct E4Directory: Sendable {
     /// - Returns: the change of the merged connection state: `true` connected, `false` lost, `nil` no change.
     public mutating func status(_ state: DeviceState, board: String, serial: String) -> Bool? {
         let id = Self.id(of: serial)
+        guard !self.otherProfiles.contains(id) else { return nil }
         var entry = self.entries[id] ?? Entry(serial: serial)
         let before = entry.isConnected
         if state.isConnected {

@@ -134,7 +134,7 @@ public enum E4Subscription: String, CaseIterable, Hashable, Sendable {
         case .ibi: self = .ibi
         case .battery: self = .bat
         case .tag: self = .tag
-        case .hr: return nil
+        case .hr, .contact: return nil
         }
     }
 }

@@ -31,7 +31,7 @@ struct E4SessionFiles {
         case .temp: return "TEMP.csv"
         case .ibi: return "IBI.csv"
         case .tag: return "tags.csv"
-        case .hr, .battery: return nil
+        case .hr, .battery, .contact: return nil
         }
     }
 

@@ -104,7 +104,7 @@ public final class E4SessionRecorder {
             if message.stream.isSampled {
                 self.place(message, board: board, device: device, now: now)
             } else if message.stream == .ibi || message.stream == .tag {
-                self.placeEvents(message, device: device, now: now)
+                self.placeEvents(message, board: board, device: device, now: now)
             }
         case .deviceStatus(_, let device, let state) where !state.isConnected:
             for session in self.sessions[device] ?? [] where session.closeAt == nil {
@@ -244,7 +244,10 @@ public final class E4SessionRecorder {
         for message in opening.messages where message.stream.isSampled && firsts[message.stream] == nil {
             firsts[message.stream] = message.start
         }
-        guard let latest = firsts.values.max() else { return }
+        // Without sampled streams (a strap), the first beat's second.
+        let firstBeat = opening.messages.filter { $0.stream == .ibi }.compactMap { $0.events.first?.time }.min()?
+            .rounded(.down)
+        guard let latest = firsts.values.max() ?? firstBeat else { return }
         var list = self.sessions[device] ?? []
         for other in list where other.sid != opening.sid && other.closeAt == nil {
             other.closeAt = now + self.options.lingerSeconds
@@ -256,7 +259,7 @@ public final class E4SessionRecorder {
             if message.stream.isSampled {
                 self.place(message, board: opening.board, device: device, now: now)
             } else {
-                self.placeEvents(message, device: device, now: now)
+                self.placeEvents(message, board: opening.board, device: device, now: now)
             }
         }
     }
@@ -267,13 +270,18 @@ public final class E4SessionRecorder {
         stream == .gsr || stream == .temp ? 4 * self.options.maximumFillSeconds : self.options.maximumFillSeconds
     }
 
-    func placeEvents(_ message: DataMessage, device: String, now: Double) {
+    func placeEvents(_ message: DataMessage, board: String, device: String, now: Double) {
         if var opening = self.opening[device], opening.sid == message.sid {
             opening.messages.append(message)
             self.opening[device] = opening
             return
         }
         let list = self.sessions[device] ?? []
+        // A heart-rate strap (SPEC §16) has no sampled stream: its IBIs open its session, as BVP would.
+        if message.stream == .ibi, !list.contains(where: { $0.sid == message.sid }) {
+            self.opening[device] = Opening(sid: message.sid, board: board, since: now, messages: [message])
+            return
+        }
         for event in message.events {
             guard let session = list.last(where: {
                 $0.sid == message.sid && Double($0.start) <= event.time && event.time < $0.endTime
@@ -369,7 +377,8 @@ public final class E4SessionRecorder {
     func close(_ session: Session, reason: String) {
         self.flush(session)
         let rows = ConsumerStream.allCases.filter(\.isSampled).map { session.rows($0) }
-        guard rows.contains(where: { $0 > 0 }) else {
+        // A heart-rate strap's session has IBIs and no samples.
+        guard rows.contains(where: { $0 > 0 }) || session.events[.ibi, default: 0] > 0 else {
             // Nothing was placed: no export.
             for name in E4SessionFiles.entries(of: session.directory) { unlink(session.directory + "/" + name) }
             rmdir(session.directory)

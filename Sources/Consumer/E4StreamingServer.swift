@@ -14,6 +14,8 @@ public final class E4StreamingServer {
         public var port = 28000
         public var decimalComma = false
         public var systemMessages = true
+        /// List heart-rate straps and other non-E4 devices too (SPEC §16; default: E4s only).
+        public var allDevices = false
         public init() {}
     }
 
@@ -64,6 +66,7 @@ public final class E4StreamingServer {
     /// - Throws: ``Errno`` for an address that is not an IPv4 literal (`EINVAL`) or cannot be bound (`EADDRINUSE`).
     public init(options: Options, loop: EventLoop, logger: Logger) throws(Errno) {
         self.options = options
+        self.directory = E4Directory(includesOtherProfiles: options.allDevices)
         self.loop = loop
         self.logger = logger
         var address = sockaddr_in()

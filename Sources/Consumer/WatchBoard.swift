@@ -12,6 +12,8 @@ public struct WatchBoard: Sendable {
         /// Where the heart rate came from (`hr` `source`): `beats`, `spectral`, `device`.
         public var heartRateSource: String?
         public var lastIBI: Double?
+        /// A heart-rate sensor's skin contact, as last reported.
+        public var contact: Bool?
         public var eda: Double?
         public var temperature: Double?
         public var rxPackets: Int?
@@ -88,6 +90,7 @@ public struct WatchBoard: Sendable {
                 samples += message.samples
                 if samples.count > Self.traceLength { samples.removeFirst(samples.count - Self.traceLength) }
                 self.trace[device] = samples
+            case .contact: row.contact = message.events.last.map { $0.value != 0 }
             case .acc, .tag: break
             }
             self.rows[device] = row

@@ -11,16 +11,17 @@ public enum E4ServerCommand: CtlCommand {
     public static let summary = "serve the broker's wristbands over Empatica's E4 streaming-server protocol (TCP)"
     public static let usage = """
         empalinkctl e4-server --host H --port P [--prefix P] [--config FILE] [--listen 127.0.0.1:28000]
-                              [--decimal-comma] [--no-system-messages]
+                              [--decimal-comma] [--no-system-messages] [--all-devices]
         \(ConsumerSetup.commonUsage)
           --listen A:P          the TCP address to serve (an IPv4 literal; default 127.0.0.1:28000)
           --decimal-comma       write ',' as the decimal separator (for the few clients that need it)
           --no-system-messages  do not send 'R connection lost/re-established to device <ID>' lines
+          --all-devices         list heart-rate straps too (default: only E4s; a strap offers ibi and bat)
         """
 
     public static func run(arguments: [String]) -> Int32 {
         let setup: ConsumerSetup
-        switch ConsumerSetup.parse(arguments, switches: ["--decimal-comma", "--no-system-messages"],
+        switch ConsumerSetup.parse(arguments, switches: ["--decimal-comma", "--no-system-messages", "--all-devices"],
                                    valued: ["--listen"]) {
         case .success(let parsed): setup = parsed
         case .failure(let message):
@@ -31,6 +32,7 @@ public enum E4ServerCommand: CtlCommand {
         var options = E4StreamingServer.Options()
         options.decimalComma = setup.switches.contains("--decimal-comma")
         options.systemMessages = !setup.switches.contains("--no-system-messages")
+        options.allDevices = setup.switches.contains("--all-devices")
         if let listen = setup.values["--listen"] {
             guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
                   (1...65_535).contains(port), colon != listen.startIndex

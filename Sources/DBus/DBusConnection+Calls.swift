@@ -269,15 +269,20 @@ extension DBusConnection {
 
     /// Requests a well-known name (blocking round trip to the bus).
     ///
+    /// - Parameters:
+    ///   - replaceExisting: take the name from an owner that allowed replacement.
+    ///   - allowReplacement: let a later `replaceExisting` request take it from us.
     /// - Returns: `true` when we are now the primary owner.
     /// - Throws: ``DBusError`` from the bus.
-    public func requestName(_ name: String, replaceExisting: Bool = false) throws(DBusError) -> Bool {
+    public func requestName(_ name: String, replaceExisting: Bool = false,
+                            allowReplacement: Bool = false) throws(DBusError) -> Bool {
         guard DBusNames.isValidBusName(name), !name.hasPrefix(":") else {
             throw .invalidArgs("invalid bus name \"\(name)\"")
         }
         guard !self.isClosed else { throw .disconnected }
         var flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE)
         if replaceExisting { flags |= UInt32(DBUS_NAME_FLAG_REPLACE_EXISTING) }
+        if allowReplacement { flags |= UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT) }
         let result = withDBusError { error in dbus_bus_request_name(self.raw, name, flags, error) }
         let code = try result.get()
         self.scheduleDispatch()

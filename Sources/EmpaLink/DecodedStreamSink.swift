@@ -13,6 +13,13 @@ public protocol DecodedStreamSink {
     func heartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, at time: Double)
     func battery(_ level: Float, at time: Double)
     func tag(at time: Double)
+    /// The sensor's skin contact changed (or became known): `true` detected, `false` lost.
+    func contact(_ detected: Bool, at time: Double)
+}
+
+extension DecodedStreamSink {
+    /// Sinks that do not follow sensor contact ignore it.
+    public func contact(_ detected: Bool, at time: Double) {}
 }
 
 extension DecodedStreamSink {

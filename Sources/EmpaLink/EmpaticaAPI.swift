@@ -80,6 +80,9 @@ public final class EmpaticaAPI {
     /// The agent's say in whether discovery is still needed (e.g. `false` once every whitelisted wristband is
     /// connected); `nil` means discovery runs whenever it is wanted.
     public var scanPolicy: (() -> Bool)?
+    /// The agent's say in a device's kind: the ``DeviceProfile/name`` its whitelist entry gives (`profile = "hrs"`),
+    /// or `nil` to recognise it from its advertisement. Consulted when a device is first seen.
+    public var profileAssignment: ((BluetoothAddress) -> String?)?
     /// Failed discovery requests, and the last error, for metrics and the watchdog.
     public internal(set) var discoveryFailures: UInt64 = 0
     public internal(set) var lastDiscoveryError: EmpaLinkError?
@@ -99,6 +102,16 @@ public final class EmpaticaAPI {
 
     /// Every device a profile recognised, by BlueZ object path.
     var devicesByPath: [String: EmpaticaDeviceManager] = [:]
+    /// Whether notification sockets are read at ``drainNotifications()`` (the batch tick) rather than as each
+    /// notification arrives (``EmpaticaAPI+Reads.swift``).
+    public var defersNotificationReads = false {
+        didSet {
+            guard oldValue != self.defersNotificationReads else { return }
+            for device in self.devicesByPath.values { device.applyReadMode() }
+        }
+    }
+    /// Called when notifications wait in a socket and nothing drains them yet (reads deferred, wake-ups armed).
+    public var onNotificationsPending: (() -> Void)?
 
     /// Creates the API on `loop`, connected to the bus of ``Options/busAddress``.
     ///
@@ -130,6 +143,9 @@ public final class EmpaticaAPI {
         )
         self.ownsConnection = ownsConnection
         self.bluez.onEvent = { [weak self] event in self?.handle(event) }
+        self.bluez.onOwnerChange = { [weak self] from, to, abandoned in
+            self?.delegate?.didChangeBlueZOwner(from: from, to: to, abandonedCalls: abandoned)
+        }
         try self.bluez.start()
         if ownsConnection {
             connection.onDisconnect = { [weak self] in self?.onBusLost?() }
@@ -148,6 +164,18 @@ public final class EmpaticaAPI {
 
     /// Addresses and UUIDs BlueZ sent that did not parse, ignored (for metrics).
     public var malformedIdentifiers: UInt64 { self.bluez.cache.malformedIdentifiers }
+    /// BlueZ signals without BlueZ's shape (wrong argument count or types), dropped (for metrics).
+    public var malformedSignals: UInt64 { self.bluez.cache.malformedSignals }
+    /// Replies to our BlueZ calls without BlueZ's shape, refused (for metrics).
+    public var malformedReplies: UInt64 { self.bluez.malformedReplies }
+    /// Times `org.bluez` left an owner (for metrics).
+    public var ownerChanges: UInt64 { self.bluez.ownerChanges }
+    /// Calls in flight at an owner change, failed there (for metrics).
+    public var abandonedCalls: UInt64 { self.bluez.abandonedCalls }
+    /// Answers from an owner that had lost the name, refused (for metrics).
+    public var staleReplies: UInt64 { self.bluez.staleReplies }
+    /// What the latest malformed reply or signal was, for the journal.
+    public var lastMalformed: String? { self.bluez.lastMalformed }
 
     var adapterPath: String { BlueZNames.root + "/" + self.options.adapter }
 
@@ -183,7 +211,7 @@ public final class EmpaticaAPI {
             return .failure(.authenticationFailed(refusal.description))
         case .success(let grant):
             self.grant = grant
-            for device in self.devicesByPath.values { device.allowed = grant.allows(serial: device.serialNumber) }
+            for device in self.devicesByPath.values { device.allowed = Self.allows(grant, device) }
             self.reportDevices()
             return .success(())
         }
@@ -276,14 +304,27 @@ public final class EmpaticaAPI {
             if names.contains("Name") { self.reportDevices() }
             return
         }
-        guard let address = info.address,
-              let profile = self.options.profiles.first(where: {
-                  $0.recognizes(name: info.name, serviceUUIDs: info.serviceUUIDs)
-              }) else { return }
+        guard let address = info.address, let profile = self.profile(for: address, info) else { return }
         let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info, profile: profile)
-        device.allowed = self.grant?.allows(serial: device.serialNumber) ?? false
+        device.allowed = self.grant.map { Self.allows($0, device) } ?? false
         self.devicesByPath[path] = device
         self.reportDevices()
+    }
+
+    /// The profile a device is tracked under: the one ``profileAssignment`` names for its address, else the first of
+    /// ``Options/profiles`` that recognises what it advertised.
+    func profile(for address: BluetoothAddress, _ info: BlueZDeviceInfo) -> (any DeviceProfile)? {
+        if let wanted = self.profileAssignment?(address),
+           let assigned = self.options.profiles.first(where: { $0.name == wanted }) {
+            return assigned
+        }
+        return self.options.profiles.first { $0.recognizes(name: info.name, serviceUUIDs: info.serviceUUIDs) }
+    }
+
+    /// Whether `grant` unlocks `device`: its serial in the key's device list, or — for a profile that needs no key
+    /// grant (third-party heart-rate sensors) — any authenticated key.
+    static func allows(_ grant: Keyring.Grant, _ device: EmpaticaDeviceManager) -> Bool {
+        !device.profile.requiresKeyGrant || grant.allows(serial: device.serialNumber)
     }
 
     func reportDevices() {

@@ -19,6 +19,10 @@ public protocol EmpaticaDeviceDelegate: AnyObject {
     func didReceiveAcceleration(x: Int8, y: Int8, z: Int8, timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager)
     func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager)
+    /// A heart-rate sensor's skin contact changed (or became known): `true` detected, `false` lost (SPEC §16).
+    func didReceiveContact(_ detected: Bool, timestamp: Double, from device: EmpaticaDeviceManager)
+    /// A value read once at session start changed ``EmpaticaDeviceManager/deviceInformation``.
+    func didUpdateDeviceInformation(for device: EmpaticaDeviceManager)
 
     /// A notification's samples of a sampled stream (BVP, GSR, temperature): sample `i` at `t0 + i / fs`.
     func didReceiveSamples(_ stream: SampledStream, values: UnsafeBufferPointer<Float>, t0: Double, fs: Double,
@@ -49,6 +53,8 @@ extension EmpaticaDeviceDelegate {
                                        from device: EmpaticaDeviceManager) {}
     public func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didUpdateDeviceStatus(_ status: DeviceStatus, for device: EmpaticaDeviceManager) {}
+    public func didReceiveContact(_ detected: Bool, timestamp: Double, from device: EmpaticaDeviceManager) {}
+    public func didUpdateDeviceInformation(for device: EmpaticaDeviceManager) {}
 
     public func didReceiveSamples(_ stream: SampledStream, values: UnsafeBufferPointer<Float>, t0: Double,
                                   fs: Double, from device: EmpaticaDeviceManager) {

@@ -71,21 +71,36 @@ extension EmpaticaDeviceManager {
                 case .success(let (fd, mtu)):
                     self.counters.acquiredNotifications &+= 1
                     if self.open(channel, fd: fd, mtu: mtu, attempt: attempt) { subscribed() }
-                case .failure:
+                case .failure(let error):
                     // AcquireNotify refused (older BlueZ, another client holds it): notifications as
                     // PropertiesChanged(Value) instead.
                     self.counters.startNotifyFallbacks &+= 1
                     self.valueSubscriptions[path] = channel
-                    api.bluez.startNotify(characteristic: path) { [weak self] result in
-                        guard let self, self.lifecycle.isCurrent(attempt) else { return }
-                        if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
-                            self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
-                            return
-                        }
-                        subscribed()
+                    let startNotify: () -> Void = { [weak self] in
+                        self?.startNotifyFallback(path, attempt: attempt, subscribed: subscribed)
                     }
+                    guard error.name == BlueZNames.Error.malformedReply else {
+                        startNotify()
+                        return
+                    }
+                    // We refused what BlueZ handed out, but it may still hold the acquisition (and would refuse
+                    // StartNotify with "Notify acquired"): StopNotify releases it first, whatever it answers.
+                    api.bluez.stopNotify(characteristic: path) { _ in startNotify() }
                 }
             }
+        }
+    }
+
+    /// The `StartNotify` half of the fallback; a failure other than `InProgress` fails the attempt.
+    func startNotifyFallback(_ path: String, attempt: UInt64, subscribed: @escaping () -> Void) {
+        guard let api = self.api, self.lifecycle.isCurrent(attempt) else { return }
+        api.bluez.startNotify(characteristic: path) { [weak self] result in
+            guard let self, self.lifecycle.isCurrent(attempt) else { return }
+            if case .failure(let error) = result, error.name != BlueZNames.Error.inProgress {
+                self.handle(.stepFailed(attempt: attempt, .bluez(name: error.name, message: error.message)))
+                return
+            }
+            subscribed()
         }
     }
 
@@ -111,13 +126,14 @@ extension EmpaticaDeviceManager {
             self.handle(.stepFailed(attempt: attempt, .bluez(name: BlueZNames.Error.failed, message: message)))
             return false
         }
-        reader.onNotification = { [unowned self] bytes in
-            self.receive(channel, bytes)
+        reader.onNotification = { [unowned self] bytes, arrival in
+            self.receive(channel, bytes, arrival: arrival)
         }
         reader.onClose = { [weak self] _ in
             // BlueZ closes every socket when the link drops; one hang-up is enough to start over.
             self?.handle(.streamClosed)
         }
+        self.configureReads(reader)
         self.streams.append(reader)
         return true
     }
@@ -158,7 +174,8 @@ extension EmpaticaDeviceManager {
             guard let characteristic = present.first(where: { $0.uuid == wanted.uuid }) else { continue }
             api.bluez.readValue(characteristic: characteristic.path) { [weak self] result in
                 guard let self, case .success(let bytes) = result else { return }
-                bytes.withUnsafeBytes { self.receive(channel, $0) }
+                bytes.withUnsafeBytes { self.receive(channel, $0, arrival: Self.now()) }
+                if !wanted.notifies { self.delegate?.didUpdateDeviceInformation(for: self) }
             }
         }
     }
@@ -167,6 +184,7 @@ extension EmpaticaDeviceManager {
         let open = self.streams
         self.streams = []
         for stream in open {
+            self.retiredReads += Self.statistics(of: stream)
             stream.onClose = nil
             stream.close()
         }
@@ -183,7 +201,8 @@ extension EmpaticaDeviceManager {
         guard let channel = self.valueSubscriptions[path], self.deviceStatus == .connected,
               let value = self.api?.bluez.cache.properties(path, BlueZNames.gattCharacteristic)?["Value"]?.bytes
         else { return }
-        value.withUnsafeBytes { self.receive(channel, $0) }
+        // D-Bus gives no kernel time: the notification is stamped when its signal is handled, as it always was.
+        value.withUnsafeBytes { self.receive(channel, $0, arrival: Self.now()) }
     }
 
     /// Wall-clock time in seconds since 1970.
@@ -195,11 +214,11 @@ extension EmpaticaDeviceManager {
 
     // MARK: Decoding (the hot path: no allocation)
 
-    /// One value of the characteristic at `channel` of the profile.
-    func receive(_ channel: Int, _ bytes: UnsafeRawBufferPointer) {
+    /// One value of the characteristic at `channel` of the profile, which arrived at `arrival` (seconds since 1970:
+    /// the kernel's time for a notification socket, the handling time for D-Bus).
+    func receive(_ channel: Int, _ bytes: UnsafeRawBufferPointer, arrival: Double) {
         guard self.channels.indices.contains(channel) else { return }
         self.counters.notifications &+= 1
-        let arrival = Self.now()
         self.rawTap?(self.channels[channel].uuid, bytes, arrival)
         var sink = DelegateSink(device: self)
         self.decoder.receive(channel: channel, bytes, arrival: arrival, into: &sink)
@@ -239,5 +258,9 @@ struct DelegateSink: DecodedStreamSink {
 
     func tag(at time: Double) {
         self.device.delegate?.didReceiveTag(at: time, from: self.device)
+    }
+
+    func contact(_ detected: Bool, at time: Double) {
+        self.device.delegate?.didReceiveContact(detected, timestamp: time, from: self.device)
     }
 }

@@ -80,6 +80,8 @@ public final class EmpaticaDeviceManager {
     /// connection to a device already connected would break both).
     public var isLinkUp: Bool { self.api?.bluez.device(at: self.path)?.connected == true }
     var streams: [NotificationStream] = []
+    /// Read statistics of the streams closed so far (``notificationReads``).
+    var retiredReads = NotificationReadStatistics()
     /// Characteristics subscribed through StartNotify, by path, with their channel.
     var valueSubscriptions: [String: Int] = [:]
     /// The profile's characteristics, by channel (read once: a profile may compute them).
@@ -105,6 +107,10 @@ public final class EmpaticaDeviceManager {
 
     /// Timestamp re-anchors (SPEC §8).
     public var clockReanchors: UInt64 { self.decoder.reanchors }
+
+    /// What the device said about itself when its session started (the standard Device Information strings, a
+    /// heart-rate sensor's body location); empty for an E4.
+    public var deviceInformation: DeviceInformation { self.decoder.deviceInformation }
 
     func update(_ info: BlueZDeviceInfo) {
         if let name = info.name { self.name = name }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CMosquitto
+import Posix
 
 extension MQTTClient {
     /// The largest payload MQTT can carry (the remaining-length field's limit, less a minimal header).
@@ -120,5 +121,22 @@ extension MQTTClient {
         }
         self.expiryProperties[expiry] = list
         return list
+    }
+}
+
+extension MQTTClient {
+    /// Runs `body` with the broker socket corked (`TCP_CORK`): the publishes it makes leave in as few TCP segments
+    /// as fit, when `body` returns, instead of one each (the socket has `TCP_NODELAY`). The agent's batch tick
+    /// publishes through this, so the broker's acknowledgements come back together too.
+    public func coalescingWrites(_ body: () -> Void) {
+        guard let handle = self.handle, self.lifecycle.hasConnection, case let socket = mosquitto_socket(handle),
+              socket >= 0 else {
+            body()
+            return
+        }
+        let descriptor = FileDescriptor(rawValue: socket)
+        let corked = (try? descriptor.setTCPCork(true)) != nil
+        body()
+        if corked { try? descriptor.setTCPCork(false) }
     }
 }

@@ -26,7 +26,11 @@ extension IBIEngine {
         let early = previous.map {
             footTime - $0 < configuration.minimumInterval || footTime - $0 < Self.earlyFraction * (typical ?? 0)
         } ?? false
-        if early {
+        // At rest a clean pulse too early after an unclean beat may take its place (``replacesLastBeat``); while the
+        // wrist moves, two such pulses can both be an artefact's, and the engine asks for confirmed runs instead.
+        if early && (moving || !self.replacesLastBeat(footTime: footTime, pulseOK: pulseOK && complete,
+                                                      correlation: correlation))
+        {
             // Too early to be the next beat: a dicrotic wave, a jolt — or a real beat when the detector has locked
             // onto every other beat. It stays out of the chain so the next beat is measured from the last one, but
             // a clean one is remembered in case the next beat shows it was real.
@@ -89,6 +93,7 @@ extension IBIEngine {
         let moving = context.moving
         let strictness = context.strictness
         guard let previous = self.previousFootTime else {
+            self.chainBeforeLast = nil
             self.previousClean = nil
             self.previousPair = nil
             self.previousFootTime = footTime
@@ -96,6 +101,9 @@ extension IBIEngine {
             return DetectedBeat(time: footTime, interval: nil, suppression: .noPreviousBeat,
                                 templateCorrelation: correlation)
         }
+        self.chainBeforeLast = ChainState(footTime: previous, pulseOK: self.previousPulseOK,
+                                          previousClean: self.previousClean, previousPair: self.previousPair,
+                                          cleanRun: self.cleanRun)
         let interval = footTime - previous
         let previousPulseOK = self.previousPulseOK
         self.previousFootTime = footTime
@@ -146,6 +154,41 @@ extension IBIEngine {
         }
         self.cleanRun = 0
         return DetectedBeat(time: footTime, interval: nil, suppression: suppression, templateCorrelation: correlation)
+    }
+
+    /// Whether the pulse at `footTime`, too early to follow the chain's last beat, takes that beat's place; if so, the
+    /// chain is put back as it was before that beat joined, and the pulse is judged as the beat after it.
+    ///
+    /// A pulse-like wave that is not a beat — a late diastolic wave of a slow heart, a vasomotor or contact bump —
+    /// can cross the slope threshold a few tenths of a second before the real upstroke; the real pulse is then too
+    /// early to follow it and would be dropped, and the false one becomes the chain's beat (e4-stresspredict S01,
+    /// ≈ 65 bpm: a pulse correlating −0.6 to +0.05 with the template 0.3–0.47 s before Empatica's beat). When the last beat
+    /// failed the pulse checks and this one is shaped like the template (``IBIConfiguration/confirmingCorrelation``,
+    /// the bar for a pulse with little else to speak for it) and is a plausible next beat after the one before, the
+    /// pulse is the beat: of two candidates for one beat, the one that looks like a pulse. Only at rest (the caller
+    /// checks): while the wrist moves, an unclean pulse and a well-shaped one after it can both be an artefact's.
+    ///
+    /// - Parameters:
+    ///   - footTime: the early pulse's foot.
+    ///   - pulseOK: whether it is clean (its whole shape window sampled).
+    ///   - correlation: its correlation with the template.
+    /// - Returns: whether it replaced the last beat.
+    mutating func replacesLastBeat(footTime: Double, pulseOK: Bool, correlation: Double?) -> Bool {
+        let configuration = self.configuration
+        guard !self.previousPulseOK, pulseOK, self.template.isSettled, let correlation,
+              correlation >= configuration.confirmingCorrelation, let chain = self.chainBeforeLast
+        else { return false }
+        let typical = self.intervals.median(minimumCount: 3) ?? 0
+        let interval = footTime - chain.footTime
+        guard interval >= configuration.minimumInterval, interval >= Self.earlyFraction * typical else { return false }
+        self.previousFootTime = chain.footTime
+        self.previousPulseOK = chain.pulseOK
+        self.previousClean = chain.previousClean
+        self.previousPair = chain.previousPair
+        self.cleanRun = chain.cleanRun
+        self.chainBeforeLast = nil
+        self.earlyPulse = nil
+        return true
     }
 
     /// Whether `middle` splits `last`…`next` into two plausible intervals within `tolerance` of each other, as a

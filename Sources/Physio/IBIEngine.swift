@@ -74,6 +74,9 @@ public struct IBIEngine: Sendable {
     var pending: PendingPulse?
     /// Foot time of a clean pulse that came too early to join the chain, until the next pulse is judged.
     var earlyPulse: Double?
+    /// The chain as it was before its latest beat joined, for a pulse that takes that beat's place (see
+    /// ``IBIEngine/replacesLastBeat(footTime:pulseOK:correlation:)``).
+    var chainBeforeLast: ChainState?
     var template: PulseTemplate
     /// Judged beats not yet handed out; intervals held for confirmation wait here.
     var outbox: BeatOutbox
@@ -245,6 +248,7 @@ public struct IBIEngine: Sendable {
         self.previousPair = nil
         self.pending = nil
         self.earlyPulse = nil
+        self.chainBeforeLast = nil
         self.withholdHeld()
     }
 }

@@ -23,6 +23,10 @@ extension PacketEmitter {
         device.sessions += 1
         let now = self.now
         device.session = StreamSession(number: device.sessions, start: now)
+        if device.kind == .hrs {
+            device.session?.lastHeartRate = UInt8(clamping: Int(device.physiology.parameters.heartRate.rounded()))
+            device.physiology.advanceBeats(through: now)
+        }
         _ = device.physiology.drainBeats()
         self.truths[device.index]?.sessions.line(
             "\(device.sessions),\(TruthRecorder.time(self.wall(now))),\(device.addressString)")
@@ -31,15 +35,16 @@ extension PacketEmitter {
     /// Emits everything of `session` that is due by `now`: the four sensor streams, a battery change, the `tags`
     /// (button presses up to now) and the beats of the truth.
     func emitDue(_ device: SimulatedDevice, _ session: inout StreamSession, now: Double, tags: [Double]) {
+        if device.kind == .hrs {
+            self.emitHeartRate(device, &session, now: now)
+            self.emitBatteryChange(device, &session, now: now)
+            return
+        }
         self.emitBVP(device, &session, now: now)
         self.emitACC(device, &session, now: now)
         self.emitGSR(device, &session, now: now)
         self.emitTemperature(device, &session, now: now)
-        let percent = device.physiology.batteryPercent(at: now)
-        if session.lastBattery != percent {
-            session.lastBattery = percent
-            self.emitBattery(device, session, percent: percent, at: now)
-        }
+        self.emitBatteryChange(device, &session, now: now)
         for tag in tags where tag >= session.start {
             self.emitTag(device, session, at: tag)
         }
@@ -163,8 +168,62 @@ extension PacketEmitter {
         }
     }
 
+    func emitBatteryChange(_ device: SimulatedDevice, _ session: inout StreamSession, now: Double) {
+        let percent = device.physiology.batteryPercent(at: now)
+        if session.lastBattery != percent {
+            session.lastBattery = percent
+            self.emitBattery(device, session, percent: percent, at: now)
+        }
+    }
+
+    /// A strap's Heart Rate Measurements (0x2A37, SPEC §16), once a second of simulator time: flags (contact
+    /// supported, detected or not; RR present), the 8-bit HR (the mean of the RR intervals carried, else the last;
+    /// 0 without contact), and the RR intervals of the beats since the last notification, in 1/1024 s. A beat is
+    /// measured only in contact and only when the beat before it was: no interval spans a contact loss.
+    func emitHeartRate(_ device: SimulatedDevice, _ session: inout StreamSession, now: Double) {
+        guard let characteristic = device.characteristic(0x2A37) else { return }
+        let truth = self.truths[device.index]
+        while Double(session.heartRateNext) <= now {
+            let t = Double(session.heartRateNext)
+            session.heartRateNext += 1
+            device.physiology.advanceBeats(through: t)
+            session.pendingBeats += device.physiology.drainBeats()
+            var rr: [UInt16] = []
+            var ends: [Double] = []
+            while let beat = session.pendingBeats.first, beat.foot <= t {
+                session.pendingBeats.removeFirst()
+                let measured = !device.physiology.contactLost(at: beat.foot)
+                if measured, session.lastBeatMeasured, let interval = beat.precedingInterval, rr.count < 9 {
+                    rr.append(UInt16(clamping: Int((interval * 1024).rounded())))
+                    ends.append(beat.foot)
+                }
+                session.lastBeatMeasured = measured
+                truth?.beats.line("\(TruthRecorder.time(self.wall(beat.foot))),"
+                    + "\(TruthRecorder.time(self.wall(beat.peak))),\(beat.precedingInterval.map { "\($0)" } ?? ""),"
+                    + "\(session.number)")
+            }
+            let contact = !device.physiology.contactLost(at: t)
+            if !rr.isEmpty {
+                let total = rr.reduce(0) { $0 + Double($1) } / 1024
+                session.lastHeartRate = UInt8(clamping: Int((60 * Double(rr.count) / total).rounded()))
+            }
+            let rate = contact ? session.lastHeartRate : 0
+            var flags: UInt8 = contact ? 0x06 : 0x04
+            if !rr.isEmpty { flags |= 0x10 }
+            let bytes = [flags, rate] + rr.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+            let fate = self.deliver(device, characteristic, E4PacketBytes(bytes))
+            guard let truth else { continue }
+            truth.hrs.map { $0.line("\(TruthRecorder.time(self.wall(t))),\(rate),\(contact ? 1 : 0),\(rr.count),"
+                + "\(session.number),\(fate.rawValue)") }
+            for (value, end) in zip(rr, ends) {
+                truth.rr?.line("\(TruthRecorder.time(self.wall(end))),\(value),\(Double(value) / 1024),"
+                    + "\(session.number),\(fate.rawValue)")
+            }
+        }
+    }
+
     func emitBattery(_ device: SimulatedDevice, _ session: StreamSession, percent: UInt8, at t: Double) {
-        guard let characteristic = device.characteristic(0x3EB3) else { return }
+        guard let characteristic = device.characteristic(device.kind == .e4 ? 0x3EB3 : 0x2A19) else { return }
         var packet = E4PacketBytes()
         E4Battery.encode(percent: percent, into: &packet)
         let fate = self.deliver(device, characteristic, packet)

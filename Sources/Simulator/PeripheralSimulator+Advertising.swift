@@ -14,7 +14,9 @@ extension PeripheralSimulator {
     static func advertisementProperties(_ device: SimulatedDevice) -> [(String, DBusProperty)] {
         [
             ("Type", DBusProperty(.string("peripheral"))),
-            ("ServiceUUIDs", DBusProperty(.strings([SimulatedCharacteristic.uuid128(0x3EA0)]))),
+            // A strap advertises its Heart Rate and Battery services as 16-bit UUIDs (6 bytes).
+            ("ServiceUUIDs", DBusProperty(.strings(device.kind == .e4 ? [SimulatedCharacteristic.uuid128(0x3EA0)]
+                : device.advertisedServices.map(SimulatedCharacteristic.hex4)))),
             ("ManufacturerData", DBusProperty(.dictionary(key: "q", value: "v", [
                 .init(.uint16(0xFFFF), .variant(.bytes(device.manufacturerPayload))),
             ]))),

@@ -149,11 +149,13 @@ extension PeripheralSimulator {
             return true
         }
         let parameters = Simulator.physiology(devices: 1, seed: self.seed, scenario: self.scenario)[0]
-        let device = SimulatedDevice(index: 1, seed: self.seed, physiology: parameters, address: address)
+        let device = SimulatedDevice(index: 1, seed: self.seed, physiology: parameters, address: address,
+                                     kind: self.kind)
         device.characteristics = self.characteristics
         if let directory = self.truthDirectory {
             do {
-                self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial)
+                self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial,
+                                                              kind: device.kind)
             } catch {
                 self.fail("cannot write truth to \(directory)/\(device.serial): \(error)")
                 return false
@@ -168,7 +170,7 @@ extension PeripheralSimulator {
     /// alias there, so without this the wristband would be renamed to the host's name once connected. The alias is
     /// bluetoothd's stored setting for this adapter and outlives us; the log says what it was.
     func claimAlias(current: String?) {
-        let name = E4Profile.e4Name
+        let name = self.device?.name ?? E4Profile.e4Name
         guard current != name else { return }
         self.logger.info("setting the alias of \(self.adapterName) to \"\(name)\" (was \"\(current ?? "")\"), the GAP "
                          + "Device Name a central reads")

@@ -17,7 +17,9 @@ import Posix
 extension PeripheralSimulator {
     func exportApplication(on connection: DBusConnection) throws(DBusError) {
         try connection.objects.addObjectManager(at: PeripheralSimulator.appRoot)
-        for service in SimulatedDevice.makeServices(devicePath: PeripheralSimulator.appRoot) {
+        let services = self.kind == .e4 ? SimulatedDevice.makeServices(devicePath: PeripheralSimulator.appRoot)
+            : SimulatedDevice.makeHeartRateServices(devicePath: PeripheralSimulator.appRoot)
+        for service in services {
             try connection.objects.export(service.path, interfaces: [
                 DBusInterface(name: PeripheralSimulator.serviceInterface, properties: [
                     ("UUID", DBusProperty(.string(SimulatedCharacteristic.uuid128(service.uuid16)))),
@@ -84,7 +86,7 @@ extension PeripheralSimulator {
     func readValue(_ characteristic: SimulatedCharacteristic, _ call: DBusMethodCall) {
         guard characteristic.canRead else { return call.fail(BlueZError.notPermitted("Read not permitted")) }
         guard let device = self.device else { return call.fail(BlueZError.failed("Not ready")) }
-        let value: [UInt8] = [device.physiology.batteryPercent(at: self.now)]
+        let value = device.readValue(characteristic, at: self.now)
         let offset = PeripheralSimulator.offset(call.arguments[0].stringKeyed ?? [:])
         guard offset >= 0, offset <= value.count else { return call.fail(PeripheralSimulator.invalidOffset) }
         // Not announced: bluetoothd sends every PropertiesChanged(Value) of a notifying characteristic as a
@@ -140,6 +142,7 @@ extension PeripheralSimulator {
         // D-Bus sent a duplicate; bluetoothd owns that one.
         theirs.close()
         self.setCharacteristic(characteristic, "NotifyAcquired", .boolean(true))
+        self.strapSubscribed(characteristic)
         self.logger.debug(
             "notifications of \(SimulatedCharacteristic.hex4(characteristic.uuid16)) acquired (MTU \(mtu))")
     }
@@ -174,6 +177,13 @@ extension PeripheralSimulator {
         if !characteristic.notifyClients.contains(sender) { characteristic.notifyClients.append(sender) }
         self.setCharacteristic(characteristic, "Notifying", .boolean(true))
         call.reply()
+        self.strapSubscribed(characteristic)
+    }
+
+    /// A strap has no start command: its session starts when a central subscribes to Heart Rate Measurement.
+    func strapSubscribed(_ characteristic: SimulatedCharacteristic) {
+        guard self.kind == .hrs, characteristic.uuid16 == 0x2A37, self.device?.session == nil else { return }
+        self.startSession(central: nil)
     }
 
     func stopNotify(_ characteristic: SimulatedCharacteristic, _ call: DBusMethodCall) {

@@ -57,6 +57,8 @@ public final class PeripheralSimulator {
     var connection: DBusConnection?
     /// The characteristics of the exported tree (their object paths are the application's).
     let characteristics: [SimulatedCharacteristic]
+    /// An E4, or a heart-rate strap (`--devices 0 --hrs 1`).
+    let kind: SimulatedDeviceKind
     /// The wristband, created once the adapter's address (its identity) is known.
     var device: SimulatedDevice?
     var truths: [Int: TruthRecorder] = [:]
@@ -102,9 +104,11 @@ public final class PeripheralSimulator {
     ///   - callTimeout: the bound of each call to bluetoothd.
     ///   - loop: the loop everything runs on.
     ///   - logger: where events go.
+    ///   - kind: an E4 (the default) or a heart-rate strap.
     public init(busAddress: String, adapter: String, seed: UInt64, scenario: Scenario, truthDirectory: String?,
                 adapterTimeout: Duration = .seconds(30), callTimeout: Duration = .seconds(25), loop: EventLoop,
-                logger: Logger) {
+                logger: Logger, kind: SimulatedDeviceKind = .e4) {
+        self.kind = kind
         self.busAddress = busAddress
         self.adapterName = adapter
         self.adapterPath = "/org/bluez/" + adapter
@@ -116,8 +120,10 @@ public final class PeripheralSimulator {
         self.loop = loop
         self.logger = logger
         // A partial profile is the wristband's, not bluetoothd's: the peripheral face leaves the same ones out.
-        self.characteristics = SimulatedDevice.makeCharacteristics(
-            devicePath: PeripheralSimulator.appRoot, omitting: scenario.bluetoothd.omittedCharacteristics)
+        self.characteristics = kind == .e4
+            ? SimulatedDevice.makeCharacteristics(devicePath: PeripheralSimulator.appRoot,
+                                                  omitting: scenario.bluetoothd.omittedCharacteristics)
+            : SimulatedDevice.makeHeartRateCharacteristics(devicePath: PeripheralSimulator.appRoot)
         self.startInstant = .now
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)

@@ -23,6 +23,10 @@ struct PhysiologyModel {
     private var walkRandom: SimRandom
     private var walks: [MotionEpisode] = []
     private var nextWalkStart: Double
+    private var contactRandom: SimRandom
+    /// A strap's contact-loss episodes (start, end), and when the next starts.
+    private var contactLosses: [(start: Double, end: Double)] = []
+    private var nextContactLoss: Double
 
     /// Beats whose pulse may still be visible, oldest first.
     private var beats: [SimulatedBeat] = []
@@ -54,7 +58,8 @@ struct PhysiologyModel {
         self.motionRandom = SimRandom(seed: seed, d, 2)
         self.edaRandom = SimRandom(seed: seed, d, 3)
         self.tagRandom = SimRandom(seed: seed, d, 4)
-        self.walkRandom = SimRandom(seed: seed, d, 6)
+        self.contactRandom = SimRandom(seed: seed, d, 6)
+        self.walkRandom = SimRandom(seed: seed, d, 7)
         var phases = SimRandom(seed: seed, d, 5)
         self.edaPhase = phases.uniform(0...(2 * Double.pi))
         self.temperaturePhase = phases.uniform(0...(2 * Double.pi))
@@ -66,6 +71,8 @@ struct PhysiologyModel {
             ? self.edaRandom.exponential(mean: 60 / parameters.responsesPerMinute) : .infinity
         self.nextTag = parameters.tagsPerHour > 0
             ? self.tagRandom.exponential(mean: 3600 / parameters.tagsPerHour) : .infinity
+        self.nextContactLoss = parameters.contactLossPerHour > 0
+            ? self.contactRandom.exponential(mean: 3600 / parameters.contactLossPerHour) : .infinity
     }
 
     private func noise(_ stream: UInt64, _ index: Int) -> Double {
@@ -89,6 +96,29 @@ struct PhysiologyModel {
             self.nextFoot = t + interval
             self.lastInterval = interval
         }
+    }
+
+    /// Generates the beat train through simulator time `time` without computing PPG (a heart-rate strap's
+    /// physiology: the same beats an E4 of the same seed would show).
+    mutating func advanceBeats(through time: Double) {
+        self.generateBeats(through: time)
+        var drop = 0
+        while drop < self.beats.count && self.beats[drop].foot + 2.5 < time { drop += 1 }
+        if drop > 32 { self.beats.removeFirst(drop) }
+    }
+
+    /// Whether a strap has lost skin contact at simulator time `t` (episodes of 3–12 s, ``PhysiologyParameters/contactLossPerHour``).
+    /// Queries must move forward in time.
+    mutating func contactLost(at t: Double) -> Bool {
+        while self.nextContactLoss <= t + 1 {
+            let start = self.nextContactLoss
+            let end = start + self.contactRandom.uniform(3...12)
+            self.contactLosses.append((start, end))
+            self.nextContactLoss = end + self.contactRandom.exponential(
+                mean: 3600 / max(self.parameters.contactLossPerHour, 1e-9))
+        }
+        if let first = self.contactLosses.first, first.end < t - 60 { self.contactLosses.removeFirst() }
+        return self.contactLosses.contains { $0.start <= t && t < $0.end }
     }
 
     /// The beats generated since the last call (for the truth files), in order.

@@ -21,6 +21,8 @@ public struct PhysiologyParameters: Hashable, Sendable {
     public var batteryDrainPerHour: Double = 10
     /// Button presses an hour, on average (0 disables them).
     public var tagsPerHour: Double = 6
+    /// Episodes an hour, on average, in which a heart-rate strap loses skin contact (0 disables them).
+    public var contactLossPerHour: Double = 4
 
     public init() {}
 

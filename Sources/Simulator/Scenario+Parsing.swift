@@ -31,6 +31,14 @@ extension Scenario {
                     let index = Int(try Self.integer(indexValue, "index", in: 1...10_000))
                     var rest = item
                     rest.entries.removeAll { $0.key == "index" }
+                    if let kind = rest["kind"] {
+                        let name = try Self.string(kind, "kind")
+                        guard let parsed = SimulatedDeviceKind(rawValue: name) else {
+                            throw ScenarioError("kind must be \"e4\" or \"hrs\", not \"\(name)\"", at: kind.position)
+                        }
+                        scenario.kinds[index] = parsed
+                        rest.entries.removeAll { $0.key == "kind" }
+                    }
                     if rest["heart_rate"] != nil { scenario.explicitHeartRates.insert(index) }
                     var ignored = scenario
                     scenario.devices[index] = try Self.physiology(rest, base: scenario.physiology, allowRange: false,
@@ -40,9 +48,11 @@ extension Scenario {
                 for item in try Self.tables(entry.value, "fault") {
                     scenario.faults.append(try Self.fault(item, at: entry.value.position))
                 }
+            case "hostile":
+                for item in try Self.tables(entry.value, "hostile") { scenario.hostile.append(try Self.hostile(item)) }
             default:
                 throw ScenarioError(
-                    "unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault)",
+                    "unknown table '\(entry.key)' (expected timing, bluetoothd, physiology, device, fault, hostile)",
                     at: entry.keyPosition)
             }
         }
@@ -116,6 +126,7 @@ extension Scenario {
             case "battery_start": p.batteryStart = try Self.number(v, key, in: 0...100)
             case "battery_drain_per_hour": p.batteryDrainPerHour = try Self.number(v, key, in: 0...6000)
             case "tags_per_hour": p.tagsPerHour = try Self.number(v, key, in: 0...3600)
+            case "contact_loss_per_hour": p.contactLossPerHour = try Self.number(v, key, in: 0...3600)
             default:
                 throw ScenarioError("unknown key '\(key)' in \(allowRange ? "[physiology]" : "[[device]]")",
                                     at: entry.keyPosition)
@@ -181,14 +192,14 @@ extension Scenario {
 
     // MARK: Typed values
 
-    private static func table(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> TOMLTable {
+    static func table(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> TOMLTable {
         guard case .table(let table) = value.kind else {
             throw ScenarioError("'\(name)' must be a table, found \(value.typeName)", at: value.position)
         }
         return table
     }
 
-    private static func tables(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> [TOMLTable] {
+    static func tables(_ value: TOMLValue, _ name: String) throws(ScenarioError) -> [TOMLTable] {
         guard case .array(let items) = value.kind else {
             throw ScenarioError("'\(name)' must be an array of tables ([[\(name)]]), found \(value.typeName)",
                                 at: value.position)
@@ -200,7 +211,7 @@ extension Scenario {
         return out
     }
 
-    private static func number(_ value: TOMLValue, _ key: String, in range: ClosedRange<Double>)
+    static func number(_ value: TOMLValue, _ key: String, in range: ClosedRange<Double>)
         throws(ScenarioError) -> Double
     {
         let number: Double
@@ -215,7 +226,7 @@ extension Scenario {
         return number
     }
 
-    private static func integer(_ value: TOMLValue, _ key: String, in range: ClosedRange<Int64>)
+    static func integer(_ value: TOMLValue, _ key: String, in range: ClosedRange<Int64>)
         throws(ScenarioError) -> Int64
     {
         guard case .integer(let i) = value.kind else {
@@ -227,7 +238,7 @@ extension Scenario {
         return i
     }
 
-    private static func boolean(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> Bool {
+    static func boolean(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> Bool {
         guard case .boolean(let b) = value.kind else {
             throw ScenarioError("'\(key)' must be true or false, found \(value.typeName)", at: value.position)
         }
@@ -252,7 +263,7 @@ extension Scenario {
         return out
     }
 
-    private static func string(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> String {
+    static func string(_ value: TOMLValue, _ key: String) throws(ScenarioError) -> String {
         guard case .string(let s) = value.kind else {
             throw ScenarioError("'\(key)' must be a string, found \(value.typeName)", at: value.position)
         }

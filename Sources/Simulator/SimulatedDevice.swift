@@ -5,13 +5,16 @@ import EventLoop
 
 /// One simulated wristband: identity, radio state, GATT characteristics, physiology and streaming state.
 ///
-/// Device k (1-based) has address `00:07:80:A0:01:kk`, serial `a001kk` and the name "Empatica E4".
+/// Device k (1-based) has address `00:07:80:A0:01:kk`, serial `a001kk` and the name "Empatica E4"; a heart-rate
+/// strap (``SimulatedDeviceKind/hrs``) `A0:9E:1A:B0:01:kk`, serial `b001kk`, the name "HRM-Sim B001KK", and
+/// advertises the Heart Rate and Battery services.
 final class SimulatedDevice {
     let index: Int
+    let kind: SimulatedDeviceKind
     let address: BluetoothAddress
     let addressString: String
     let serial: String
-    let name = E4Profile.e4Name
+    let name: String
     let path: String
     var physiology: PhysiologyModel
     var random: SimRandom
@@ -54,19 +57,28 @@ final class SimulatedDevice {
     /// - Parameter address: the wristband's address; `nil` for device k's simulated `00:07:80:A0:01:kk` (the
     ///   peripheral face passes its adapter's, since that is the address a central sees).
     /// - Parameter omitting: characteristics (16-bit UUIDs) left out of the GATT tree (`omit_characteristics`).
+    /// - Parameter kind: an E4 or a heart-rate strap.
     init(index: Int, seed: UInt64, physiology: PhysiologyParameters, address: BluetoothAddress? = nil,
-         omitting: Set<UInt16> = []) {
+         omitting: Set<UInt16> = [], kind: SimulatedDeviceKind = .e4) {
         self.index = index
-        self.address = address ?? BluetoothAddress(0x00, 0x07, 0x80, 0xA0, 0x01, UInt8(truncatingIfNeeded: index))
+        self.kind = kind
+        let byte = UInt8(truncatingIfNeeded: index)
+        switch kind {
+        case .e4: self.address = address ?? BluetoothAddress(0x00, 0x07, 0x80, 0xA0, 0x01, byte)
+        case .hrs: self.address = address ?? BluetoothAddress(0xA0, 0x9E, 0x1A, 0xB0, 0x01, byte)
+        }
         self.addressString = self.address.description
         self.serial = self.address.serial
+        self.name = kind == .e4 ? E4Profile.e4Name : "HRM-Sim " + self.address.serial.uppercased()
         self.path = "/org/bluez/hci0/dev_" + self.addressString.split(separator: ":").joined(separator: "_")
         self.physiology = PhysiologyModel(seed: seed, device: index, parameters: physiology)
         self.random = SimRandom(seed: seed, UInt64(index), 99)
         self.faultRandom = SimRandom(seed: seed, UInt64(index), 98)
         self.rssiCentre = -55 - 20 * self.random.unit()
         self.rssi = Int16(self.rssiCentre.rounded())
-        self.characteristics = SimulatedDevice.makeCharacteristics(devicePath: self.path, omitting: omitting)
+        self.characteristics = kind == .e4
+            ? SimulatedDevice.makeCharacteristics(devicePath: self.path, omitting: omitting)
+            : SimulatedDevice.makeHeartRateCharacteristics(devicePath: self.path)
     }
 
     /// The GATT layout (SPEC §6) with bluetoothd's handle-based paths, less the characteristics in `omitting`.
@@ -92,7 +104,46 @@ final class SimulatedDevice {
 
     /// The services: (path, 16-bit UUID, handle).
     var services: [(path: String, uuid16: UInt16, handle: UInt16)] {
-        SimulatedDevice.makeServices(devicePath: self.path)
+        self.kind == .e4 ? SimulatedDevice.makeServices(devicePath: self.path)
+            : SimulatedDevice.makeHeartRateServices(devicePath: self.path)
+    }
+
+    /// The services a strap names in its advertisement (and BlueZ in `Device1.UUIDs` before connecting); an E4
+    /// advertises none.
+    var advertisedServices: [UInt16] { self.kind == .e4 ? [] : [0x180D, 0x180F] }
+
+    /// The Heart Rate Service layout of a strap (SPEC §16): Heart Rate (0x2A37 notify, 0x2A38 read), Battery
+    /// (0x2A19 read, notify), Device Information (0x2A29, 0x2A24, 0x2A25, 0x2A26 read).
+    static func makeHeartRateCharacteristics(devicePath: String) -> [SimulatedCharacteristic] {
+        let heartRate = devicePath + "/service000c"
+        let battery = devicePath + "/service0012"
+        let information = devicePath + "/service0016"
+        return [
+            SimulatedCharacteristic(uuid16: 0x2A37, handle: 0x000D, servicePath: heartRate, flags: ["notify"]),
+            SimulatedCharacteristic(uuid16: 0x2A38, handle: 0x0010, servicePath: heartRate, flags: ["read"]),
+            SimulatedCharacteristic(uuid16: 0x2A19, handle: 0x0013, servicePath: battery, flags: ["read", "notify"]),
+            SimulatedCharacteristic(uuid16: 0x2A29, handle: 0x0017, servicePath: information, flags: ["read"]),
+            SimulatedCharacteristic(uuid16: 0x2A24, handle: 0x0019, servicePath: information, flags: ["read"]),
+            SimulatedCharacteristic(uuid16: 0x2A25, handle: 0x001B, servicePath: information, flags: ["read"]),
+            SimulatedCharacteristic(uuid16: 0x2A26, handle: 0x001D, servicePath: information, flags: ["read"]),
+        ]
+    }
+
+    static func makeHeartRateServices(devicePath: String) -> [(path: String, uuid16: UInt16, handle: UInt16)] {
+        [(devicePath + "/service000c", 0x180D, 0x000C), (devicePath + "/service0012", 0x180F, 0x0012),
+         (devicePath + "/service0016", 0x180A, 0x0016)]
+    }
+
+    /// The value a read of a characteristic returns at simulator time `now`.
+    func readValue(_ characteristic: SimulatedCharacteristic, at now: Double) -> [UInt8] {
+        switch characteristic.uuid16 {
+        case 0x2A38: [0x01]  // chest
+        case 0x2A29: Array("EmpaLink Simulator".utf8)
+        case 0x2A24: Array("HRM-Sim 1".utf8)
+        case 0x2A25: Array(self.serial.uppercased().utf8)
+        case 0x2A26: Array("1.0.0".utf8)
+        default: [self.physiology.batteryPercent(at: now)]
+        }
     }
 
     /// The services below `devicePath`, matching ``makeCharacteristics(devicePath:)``.
@@ -112,7 +163,16 @@ final class SimulatedDevice {
 
     /// The advertisement's AD structures (type, data): flags, complete local name, manufacturer data.
     var advertisingData: [(type: UInt8, data: [UInt8])] {
-        [(0x01, [0x06]), (0x09, Array(self.name.utf8)), (0xFF, [0xFF, 0xFF] + self.manufacturerPayload)]
+        var structures: [(type: UInt8, data: [UInt8])] = [(0x01, [0x06])]
+        var services: [UInt8] = []
+        for uuid in self.advertisedServices {
+            services.append(UInt8(uuid & 0xFF))
+            services.append(UInt8(uuid >> 8))
+        }
+        if !services.isEmpty { structures.append((0x03, services)) }
+        structures.append((0x09, Array(self.name.utf8)))
+        structures.append((0xFF, [0xFF, 0xFF] + self.manufacturerPayload))
+        return structures
     }
 
     /// Manufacturer data payload (company 0xFFFF, the SIG's value for testing): the serial's three bytes.

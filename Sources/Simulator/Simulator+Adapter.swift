@@ -139,7 +139,9 @@ extension Simulator {
         for session in self.discoverySessions {
             guard let filter = self.filters[session] else { return true }
             if filter.matches(address: device.addressString, name: device.name, rssi: device.rssi,
-                              advertisedUUIDs: []) { return true }
+                              advertisedUUIDs: device.advertisedServices.map(SimulatedCharacteristic.uuid128)) {
+                return true
+            }
         }
         return false
     }

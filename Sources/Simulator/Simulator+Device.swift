@@ -6,7 +6,8 @@ extension Simulator {
 
     func exportDevice(_ device: SimulatedDevice, withRSSI: Bool) {
         guard let connection = self.bluez else { return }
-        let interface = DBusInterface(name: Simulator.deviceInterface, properties: [
+        let hostileProperties = self.hostile(device)?.wrongTypes == true ? Self.wrongTypedDeviceProperties(device) : nil
+        let interface = DBusInterface(name: Simulator.deviceInterface, properties: hostileProperties ?? [
             ("Address", DBusProperty(.string(device.addressString))),
             ("AddressType", DBusProperty(.string("public"))),
             ("Name", DBusProperty(.string(device.name))),
@@ -17,8 +18,10 @@ extension Simulator {
             ("LegacyPairing", DBusProperty(.boolean(false))),
             ("RSSI", DBusProperty(withRSSI ? .int16(device.rssi) : nil)),
             ("Connected", DBusProperty(.boolean(device.linkUp))),
+            // Before the GATT tree, what the device advertised (bluetoothd's order).
             ("UUIDs", DBusProperty(.strings(device.gattExported
-                ? device.services.map { SimulatedCharacteristic.uuid128($0.uuid16) } : []))),
+                ? device.services.map { SimulatedCharacteristic.uuid128($0.uuid16) }
+                : device.advertisedServices.map(SimulatedCharacteristic.uuid128)))),
             ("Adapter", DBusProperty(.objectPath(Simulator.adapterPath))),
             ("ManufacturerData", DBusProperty(.dictionary(key: "q", value: "v", [
                 .init(.uint16(0xFFFF), .variant(.bytes(device.manufacturerPayload))),
@@ -76,6 +79,9 @@ extension Simulator {
     func connect(_ device: SimulatedDevice, _ call: DBusMethodCall) {
         self.connectCalls += 1
         if self.failIfInjected(call, "Connect") { return }
+        if self.hostile(device)?.ownerChangeMidCall == .connect, !self.ownerChangedMidCall {
+            return self.changeOwnerMidCall(call, device)
+        }
         guard self.powered else { return call.fail(BlueZError.notReady) }
         switch device.state {
         case .connected:

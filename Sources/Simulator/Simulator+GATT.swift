@@ -104,7 +104,7 @@ extension Simulator {
         if self.failIfInjected(call, "ReadValue") { return }
         guard device.state == .connected else { return call.fail(BlueZError.failed("Not connected")) }
         guard characteristic.canRead else { return call.fail(BlueZError.notPermitted("Read not permitted")) }
-        let value: [UInt8] = [device.physiology.batteryPercent(at: self.now)]
+        let value = device.readValue(characteristic, at: self.now)
         self.setCharacteristic(characteristic, "Value", .bytes(value))
         call.reply([.bytes(value)])
     }
@@ -144,6 +144,7 @@ extension Simulator {
         guard characteristic.notifyFD == nil else { return call.fail(BlueZError.notPermitted("Notify acquired")) }
         guard characteristic.notifyClients.isEmpty else { return call.fail(BlueZError.inProgress) }
         guard characteristic.canNotify else { return call.fail(BlueZError.notSupported) }
+        if self.hostileAcquireNotify(characteristic, device, call) { return }
         let theirs: FileDescriptor
         switch characteristic.openNotifySocket(owner: call.sender, on: self.loop, onEvent: { [weak self] in
             self?.notifySocketEvent($0)

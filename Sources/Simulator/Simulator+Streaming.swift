@@ -16,6 +16,10 @@ extension Simulator: PacketEmitter {
         let now = self.now
         for device in self.devices {
             let tags = device.physiology.tags(through: now)
+            // A strap streams once its services are resolved: there is no start command.
+            if device.kind == .hrs, device.state == .connected, device.servicesResolved, device.session == nil {
+                self.beginSession(device)
+            }
             guard device.state == .connected, var session = device.session else { continue }
             self.emitDue(device, &session, now: now, tags: tags)
             device.session = session
@@ -24,6 +28,7 @@ extension Simulator: PacketEmitter {
 
     /// Sends one notification to the acquired fd and to the `StartNotify` clients.
     func transmit(_ device: SimulatedDevice, _ characteristic: SimulatedCharacteristic, _ bytes: E4PacketBytes) {
+        if self.transmitOversized(device, characteristic, bytes) { return }
         switch characteristic.sendOnNotifySocket(bytes) {
         case nil, EINTR?: break
         case EAGAIN?: device.overflowed += 1

@@ -61,19 +61,29 @@ public final class Simulator {
     var restartTimer: TimerHandle?
     var truths: [Int: TruthRecorder] = [:]
     var stopped = false
+    /// `[[hostile]]` behaviour by device index, and its timers (Simulator+Hostile.swift).
+    var hostileDevices: [Int: HostileBehaviour] = [:]
+    var hostileTimers: [TimerHandle] = []
+    /// Whether `org.bluez` has changed owner mid-call (`owner_change_mid_call`, once per run).
+    var ownerChangedMidCall = false
+    /// `org.bluez` connections that lost the name mid-call and still hold a call (closed at ``stop()``).
+    var staleOwners: [DBusConnection] = []
+    /// Calls the stale owner never answers (`stale_reply = "never"`).
+    var staleCalls: [DBusMethodCall] = []
 
     /// Creates the simulator; call ``start()`` on the loop's thread.
     ///
     /// - Parameters:
     ///   - busAddress: the D-Bus address to serve on.
-    ///   - devices: how many wristbands (1…255).
+    ///   - devices: how many wristbands (1…255), E4s unless the scenario's `[[device]] kind` says otherwise.
+    ///   - heartRateStraps: how many heart-rate straps follow them (`--hrs N`), devices `devices + 1 …`.
     ///   - seed: the seed every signal and random choice derives from.
     ///   - scenario: timing, physiology and scheduled faults.
     ///   - truthDirectory: where to write the truth, or `nil`.
     ///   - loop: the loop everything runs on.
     ///   - logger: where events go.
-    public init(busAddress: String, devices: Int, seed: UInt64, scenario: Scenario, truthDirectory: String?,
-                loop: EventLoop, logger: Logger) {
+    public init(busAddress: String, devices: Int, heartRateStraps: Int = 0, seed: UInt64, scenario: Scenario,
+                truthDirectory: String?, loop: EventLoop, logger: Logger) {
         self.busAddress = busAddress
         self.scenario = scenario
         self.truthDirectory = truthDirectory
@@ -83,10 +93,12 @@ public final class Simulator {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         self.startWall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-        let physiology = Simulator.physiology(devices: devices, seed: seed, scenario: scenario)
+        let physiology = Simulator.physiology(devices: devices + heartRateStraps, seed: seed, scenario: scenario)
         for (offset, parameters) in physiology.enumerated() {
-            self.devices.append(SimulatedDevice(index: offset + 1, seed: seed, physiology: parameters,
-                                                omitting: scenario.bluetoothd.omittedCharacteristics))
+            let index = offset + 1
+            let kind = index > devices ? .hrs : scenario.kinds[index] ?? .e4
+            self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters,
+                                                omitting: scenario.bluetoothd.omittedCharacteristics, kind: kind))
         }
     }
 
@@ -130,7 +142,8 @@ public final class Simulator {
         if let directory = self.truthDirectory {
             for device in self.devices {
                 do {
-                    self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial)
+                    self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial,
+                                                                  kind: device.kind)
                 } catch {
                     throw SimulatorError("cannot write truth to \(directory)/\(device.serial): \(error)")
                 }
@@ -165,6 +178,7 @@ public final class Simulator {
                     _ = self?.apply(fault.action)
                 })
             }
+            try self.startHostile()
         } catch {
             throw SimulatorError("cannot schedule timers: \(error)")
         }
@@ -178,8 +192,11 @@ public final class Simulator {
         for timer in [self.tickTimer, self.secondTimer, self.powerTimer, self.restartTimer].compactMap({ $0 }) {
             _ = self.loop.cancel(timer)
         }
+        self.stopHostile()
         for timer in self.faultTimers { _ = self.loop.cancel(timer) }
         self.bringBlueZDown()
+        for connection in self.staleOwners { connection.close() }
+        self.staleOwners = []
         self.control?.close()
         self.control = nil
         for truth in self.truths.values { truth.flush() }
@@ -188,11 +205,16 @@ public final class Simulator {
     // MARK: The BlueZ face
 
     /// Opens the `org.bluez` connection and exports `/org/bluez` and the adapter (a bluetoothd start).
-    func bringBlueZUp() throws(SimulatorError) {
+    ///
+    /// - Parameter replacing: take the name from a connection of ours that still owns it (`owner_change_mid_call`).
+    func bringBlueZUp(replacing: Bool = false) throws(SimulatorError) {
         let connection: DBusConnection
+        // Only a scenario that changes the owner mid-call lets the name be taken over.
+        let replaceable = self.scenario.hostile.contains { $0.ownerChangeMidCall != nil }
         do {
             connection = try DBusConnection.connect(address: self.busAddress, loop: self.loop)
-            guard try connection.requestName(Simulator.busName) else {
+            guard try connection.requestName(Simulator.busName, replaceExisting: replacing,
+                                             allowReplacement: replaceable) else {
                 connection.close()
                 throw SimulatorError("\(Simulator.busName) is already owned on \(self.busAddress)")
             }
@@ -235,7 +257,9 @@ public final class Simulator {
 
     /// Closes the `org.bluez` connection: every device is dropped, sessions, monitors and fds end, as when
     /// bluetoothd exits.
-    func bringBlueZDown() {
+    ///
+    /// - Parameter close: `false` keeps the connection open (it lost the name to another one and still holds a call).
+    func bringBlueZDown(close: Bool = true) {
         guard let connection = self.bluez else { return }
         for device in self.devices {
             if device.state != .disconnected {
@@ -252,7 +276,7 @@ public final class Simulator {
         self.bluez = nil
         self.serviceUp = false
         connection.onDisconnect = nil
-        connection.close()
+        if close { connection.close() }
     }
 
     /// A bus client went away: end its discovery session, filter, notify sessions and monitors.

@@ -9,7 +9,7 @@ import Posix
 /// `empalink-sim`'s command line (SPEC §13): parse, load the scenario, serve until SIGTERM/SIGINT.
 public enum SimulatorCommand {
     static let usage = """
-        usage: empalink-sim --bus ADDRESS|--system|--session --devices N [--seed S] [--scenario FILE]
+        usage: empalink-sim --bus ADDRESS|--system|--session --devices N [--hrs N] [--seed S] [--scenario FILE]
                             [--truth DIR] [--log-level error|warn|info|debug]
                empalink-sim --peripheral --adapter hciN [--system|--bus ADDRESS] [--devices 1] [--seed S]
                             [--scenario FILE] [--truth DIR] [--adapter-timeout S] [--log-level L]
@@ -24,7 +24,10 @@ public enum SimulatorCommand {
                            the default with --peripheral)
           --session        serve on the session bus ($DBUS_SESSION_BUS_ADDRESS)
           --devices N      simulated wristbands, 1…255; device k is 00:07:80:A0:01:kk (serial a001kk);
-                           with --peripheral only 1 (its address and serial are the adapter's)
+                           with --peripheral only 1 (its address and serial are the adapter's);
+                           0 with --hrs for straps alone
+          --hrs N          heart-rate straps (Heart Rate Service) after the wristbands: device k is
+                           A0:9E:1A:B0:01:kk (serial b001kk); --devices + --hrs at most 255
           --seed S         seed of every signal and random choice (default 1)
           --scenario FILE  timing, physiology and scheduled faults (TOML; see Docs/simulator.md)
           --truth DIR      write the exact truth per device to DIR/<serial>/
@@ -65,11 +68,16 @@ public enum SimulatorCommand {
             case "--system": options.bus = .system
             case "--session": options.bus = .session
             case "--devices":
-                guard let text = next(), let count = Int(text), (1...255).contains(count) else {
+                guard let text = next(), let count = Int(text), (0...255).contains(count) else {
                     return .failure(.init("--devices needs a number from 1 to 255"))
                 }
                 options.devices = count
                 sawDevices = true
+            case "--hrs":
+                guard let text = next(), let count = Int(text), (0...255).contains(count) else {
+                    return .failure(.init("--hrs needs a number from 0 to 255"))
+                }
+                options.heartRateStraps = count
             case "--seed":
                 guard let text = next(), let seed = UInt64(text) else {
                     return .failure(.init("--seed needs a non-negative integer"))
@@ -107,10 +115,15 @@ public enum SimulatorCommand {
             index += 1
         }
         if options.help { return .success(options) }
+        let total = options.devices + options.heartRateStraps
+        guard (1...255).contains(total) else {
+            return .failure(.init(options.devices == 0 ? "--devices 0 needs --hrs N"
+                                                      : "--devices and --hrs make at most 255 devices"))
+        }
         if options.peripheral {
             guard options.adapter != nil else { return .failure(.init("--peripheral needs --adapter hciN")) }
-            guard options.devices == 1 else {
-                return .failure(.init("--peripheral serves exactly one wristband (--devices 1)"))
+            guard options.devices + options.heartRateStraps == 1 else {
+                return .failure(.init("--peripheral serves exactly one device (--devices 1, or --devices 0 --hrs 1)"))
             }
             if options.bus == .session {
                 return .failure(.init("--peripheral talks to bluetoothd: use --system (the default) or --bus"))
@@ -187,7 +200,8 @@ public enum SimulatorCommand {
         if options.peripheral {
             return self.runPeripheral(options, scenario: scenario, address: address, logger: logger, loop: loop)
         }
-        let simulator = Simulator(busAddress: address, devices: options.devices, seed: options.seed,
+        let simulator = Simulator(busAddress: address, devices: options.devices,
+                                  heartRateStraps: options.heartRateStraps, seed: options.seed,
                                   scenario: scenario, truthDirectory: options.truthDirectory, loop: loop,
                                   logger: logger)
         var failure: SimulatorError?
@@ -222,7 +236,7 @@ public enum SimulatorCommand {
             busAddress: address, adapter: options.adapter ?? "hci0", seed: options.seed, scenario: scenario,
             truthDirectory: options.truthDirectory,
             adapterTimeout: .milliseconds(Int64((options.adapterTimeout * 1000).rounded())), loop: loop,
-            logger: logger)
+            logger: logger, kind: options.heartRateStraps == 1 ? .hrs : .e4)
         var failure: SimulatorError?
         peripheral.onFailure = { error in
             failure = error

@@ -10,6 +10,8 @@ public struct SimulatorOptions: Equatable, Sendable {
 
     public var bus: Bus?
     public var devices = 1
+    /// Heart-rate straps after the ``devices`` wristbands (`--hrs N`).
+    public var heartRateStraps = 0
     public var seed: UInt64 = 1
     public var scenarioPath: String?
     public var truthDirectory: String?

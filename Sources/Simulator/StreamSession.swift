@@ -20,6 +20,12 @@ struct StreamSession {
     var gsrCounter: UInt16 = 0
     var temperatureCounter: UInt32 = 0
     var lastBattery: UInt8?
+    /// A strap's next notification, in whole simulator seconds (it notifies once a second).
+    var heartRateNext: Int
+    /// A strap's beats not yet notified, and whether the last beat was measured (in contact).
+    var pendingBeats: [SimulatedBeat] = []
+    var lastBeatMeasured = false
+    var lastHeartRate: UInt8 = 0
 
     init(number: Int, start: Double) {
         self.number = number
@@ -28,5 +34,6 @@ struct StreamSession {
         self.accNext = Int((start * 32).rounded(.up))
         self.gsrNext = Int((start * 4).rounded(.up))
         self.temperatureNext = Int((start * 4).rounded(.up))
+        self.heartRateNext = Int(start.rounded(.up)) + 1
     }
 }

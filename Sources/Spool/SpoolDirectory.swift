@@ -20,9 +20,15 @@ public enum SpoolDirectory {
     public static func segmentNumber(ofFileName name: String) -> UInt64? {
         guard name.hasSuffix(Self.segmentSuffix) else { return nil }
         let stem = name.dropLast(Self.segmentSuffix.count)
-        guard stem.count == 20, stem.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return UInt64(stem)
+        guard stem.count == 20, stem.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let number = UInt64(stem), number <= Self.maximumSegmentNumber else { return nil }
+        return number
     }
+
+    /// The largest segment number a spool uses, 2^62 (a segment a millisecond for 146 million years): a larger
+    /// name is not a segment. `18446744073709551615.seg` left no number for the next segment, and recovery trapped
+    /// on it at every start (found by `make fuzz`, target `spool`).
+    public static let maximumSegmentNumber: UInt64 = 1 << 62
 
     /// The segment numbers present in `directory`, ascending.
     ///

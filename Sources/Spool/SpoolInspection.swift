@@ -102,6 +102,8 @@ public struct SpoolInspection: Equatable, Sendable {
                 segment.lostBytes = scan.lostBytes
                 segment.damagedRegions = scan.damaged.count + (scan.tail == nil ? 0 : 1)
                 for header in scan.records {
+                    // Out of order or out of range (as recovery skips them).
+                    if header.sequence > SpoolLedger.maximumSequence { continue }
                     if let last = previous, header.sequence <= last { continue }
                     let expected = previous.map { $0 + 1 } ?? (inspection.cursor == .valid ? 0 : header.sequence)
                     inspection.missingRecords += SpoolRecovery.unresolved(

@@ -24,6 +24,10 @@ public struct SpoolLedger: Equatable, Sendable {
     static let magic: UInt32 = 0x3243_5345
     /// The most out-of-order acknowledgements persisted.
     public static let maxListed = 8192
+    /// The largest sequence number a spool uses, 2^62 (a record a microsecond for 146 000 years): a frame or a
+    /// cursor beyond it is damage. A frame numbered 2^64 - 1 left no successor, and recovery trapped on it at every
+    /// start (found by `make fuzz`, target `spool`).
+    public static let maximumSequence: UInt64 = 1 << 62
 
     public var acknowledgedBelow: UInt64
     /// Sorted, all ≥ ``acknowledgedBelow``.
@@ -98,7 +102,8 @@ public struct SpoolLedger: Equatable, Sendable {
                 ledger.acknowledged.append(sequence)
                 previous = sequence
             }
-            guard ledger.acknowledgedBelow <= ledger.nextSequence else { return nil }
+            guard ledger.acknowledgedBelow <= ledger.nextSequence, ledger.nextSequence <= Self.maximumSequence
+            else { return nil }
             return ledger
         }
     }

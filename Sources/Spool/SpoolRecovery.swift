@@ -72,8 +72,10 @@ struct SpoolRecovery {
             var gapAtStart: UInt64 = 0
             for header in scanned.headers {
                 let sequence = header.sequence
-                if let previous = previousSequence, sequence <= previous || sequence - previous > 1 << 32 {
-                    // Out of order: not something this spool wrote in this place. Skip it like damage.
+                if sequence > SpoolLedger.maximumSequence
+                    || previousSequence.map({ sequence <= $0 || sequence - $0 > 1 << 32 }) == true
+                {
+                    // Out of order or out of range: not something this spool wrote in this place. Skip it like damage.
                     recovery.report.lostBytes += header.frameSize
                     continue
                 }

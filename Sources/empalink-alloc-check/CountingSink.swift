@@ -48,5 +48,9 @@ final class CountingSink {
         func tag(at time: Double) {
             self.owner.counts.events += 1
         }
+
+        func contact(_ detected: Bool, at time: Double) {
+            self.owner.counts.events += 1
+        }
     }
 }

@@ -83,14 +83,14 @@ enum EventLoopChecks {
         var bvpCount = 0
         var accCount = 0
         // Set once, as the device manager does at connect; the closures' captures are boxed here, not per call.
-        bvpStream.onNotification = { bytes in
+        bvpStream.onNotification = { bytes, _ in
             bvpCount += 1
             streams.receive(.bvp, bytes, arrival: DeviceStreamsChecks.start + Double(bvpCount) * 11 / 64,
                             into: &proxy)
             pending -= 1
             if pending == 0 { loop.stop() }
         }
-        accStream.onNotification = { bytes in
+        accStream.onNotification = { bytes, _ in
             accCount += 1
             streams.receive(.acc, bytes, arrival: DeviceStreamsChecks.start + Double(accCount) * 6 / 32, into: &proxy)
             pending -= 1
@@ -117,10 +117,10 @@ enum EventLoopChecks {
         // 60 s of packets first, past the IBI engine's start-up, so beats are emitted while counting.
         for _ in 0..<(60 * 64 / 11) { send() }
         let before = sink.snapshot
-        // Debug only: 4 per notification at NotificationStream.swift:76, the `[.hangup, .error, .readHangup]`
-        // literal (an array, then `SetAlgebra.init` over it), i.e. 8 per BVP + ACC pair.
+        // The hang-up mask is a stored constant (`NotificationStream.closing`): 0 in debug builds too (was 8 per pair
+        // while it was a literal in `ready`).
         var measurement = AllocationMeasurement.measure("notification.read.decode", iterations: iterations,
-                                                        warmUp: 0, limit: Budget.perIteration(release: 0, debug: 8,
+                                                        warmUp: 0, limit: Budget.perIteration(release: 0, debug: 0,
                                                                                               iterations), send)
         let during = sink.snapshot - before
         if failures > 0 || during.samples != iterations || during.accelerations != iterations {
@@ -130,6 +130,43 @@ enum EventLoopChecks {
             measurement.failure = "no IBI emitted while counting: the IBI path was not exercised"
         }
         printError("notification.read.decode: \(during.intervals) IBIs, \(during.heartRates) HR values while counting")
-        return [measurement]
+
+        // The batched path (`batch_ms` > 0): the sockets queue a tick's worth of notifications (4 pairs, about what
+        // 250 ms brings at 5 wristbands' worth of one stream) and `drain()` reads them with their kernel times, as
+        // the agent's flush tick does through `EmpaticaAPI.drainNotifications()`.
+        bvpStream.setReadMode(.deferred)
+        accStream.setReadMode(.deferred)
+        let perTick = 4
+        var drained = 0
+        let sendTick = {
+            for _ in 0..<perTick {
+                written += 1
+                let zero = InlineArray<6, Int8>(repeating: 0)
+                let gravity = InlineArray<6, Int8>(repeating: 64)
+                E4ACC.encode(x: zero, y: zero, z: gravity, counter: UInt16(truncatingIfNeeded: written), into: &acc)
+                bvp[written & 63].withUnsafeBytes { bytes in
+                    if (try? bvpTheirs.write(from: bytes)) != bytes.count { failures += 1 }
+                }
+                acc.withUnsafeBytes { bytes in
+                    if (try? accTheirs.write(from: bytes)) != bytes.count { failures += 1 }
+                }
+            }
+            drained += bvpStream.drain() + accStream.drain()
+        }
+        for _ in 0..<64 { sendTick() }
+        let ticks = max(iterations / perTick, 1)
+        let beforeDrain = sink.snapshot
+        drained = 0
+        var drainMeasurement = AllocationMeasurement.measure(
+            "notification.drain.decode", iterations: ticks, warmUp: 0,
+            limit: Budget.perIteration(release: 0, debug: 0, ticks), sendTick)
+        let duringDrain = sink.snapshot - beforeDrain
+        if failures > 0 || drained != 2 * perTick * ticks || duringDrain.samples != perTick * ticks {
+            drainMeasurement.failure = "\(failures) failed writes, \(drained) notifications drained and "
+                + "\(duringDrain.samples) BVP batches decoded for \(perTick * ticks) packet pairs"
+        } else if bvpStream.readTimeFallbacks != 0 || accStream.readTimeFallbacks != 0 {
+            drainMeasurement.failure = "notifications without a kernel arrival time on a socketpair"
+        }
+        return [measurement, drainMeasurement]
     }
 }

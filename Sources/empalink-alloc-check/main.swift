@@ -39,6 +39,7 @@ results += DecoderChecks.run(iterations: iterations)
 results += DeviceStreamsChecks.run(iterations: iterations)
 results += DeviceStreamsMotionChecks.run(iterations: iterations)
 results += ProfileSeamChecks.run(iterations: iterations)
+results += HeartRateChecks.run(iterations: iterations)
 do {
     results += try EventLoopChecks.run(iterations: iterations)
 } catch {

@@ -19,14 +19,15 @@ import Testing
         "e4.bvp.encode", "e4.acc.encode", "e4.gsr.encode", "e4.temp.encode", "e4.events.encode",
         "device.receive.bvp+acc", "device.receive.gsr", "device.receive.temp", "device.receive.battery",
         "device.receive.tag", "device.receive.malformed", "device.receive.bvp+acc.motion", "profile.receive.bvp+acc",
-        "notification.read.decode", "loop.timer.repeating", "spool.append", "agent.publish.spooled",
+        "notification.read.decode", "notification.drain.decode", "loop.timer.repeating", "spool.append",
+        "agent.publish.spooled", "hrs.measurement.parse", "hrs.measurement.error.length", "profile.receive.hrs",
     ]
     /// The hot-path publish, on its own and as the agent hands a notification's batches to it (decode, batches,
     /// JSON, outbox, `mosquitto_publish`, PUBACK); `ours=` (the Swift side) is in the steady state, libmosquitto's
     /// copies are not.
     static let mqtt: Set<String> = [
         "mqtt.publish.v5.qos0", "mqtt.publish.v5.qos1", "mqtt.publish.v311.qos0", "mqtt.publish.v311.qos1",
-        "agent.publish.connected", "agent.publish.flush", "agent.publish.always",
+        "agent.publish.connected", "agent.publish.flush", "agent.publish.always", "agent.publish.hrs",
     ]
     /// Control-plane cases that allocate by design or by a known, reported cause.
     static let controlPlane: Set<String> = ["loop.wakeup.execute", "loop.timer.oneShot"]

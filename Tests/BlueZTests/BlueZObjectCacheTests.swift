@@ -68,6 +68,8 @@ import DBus
         #expect(addedEmpty == nil && addedWrong == nil && removedShort == nil)
         #expect(changedShort == nil && changedUnknown == nil)
         #expect(cache.objects == before)
+        // The four of the wrong shape are counted; the change for an unknown object is not malformed.
+        #expect(cache.malformedSignals == 4)
         let loaded = cache.load(managedObjects: .string("nonsense"))
         #expect(loaded == false)
         #expect(cache.objects.isEmpty)

@@ -69,6 +69,22 @@ import Testing
         #expect(throws: PayloadError.self) { try DataMessage.decode(json, stream: .bvp) }
     }
 
+    /// Found by the `payload` fuzz target's design (issue #21; Fuzz/corpus/payload/crash-devices-rssi-1e300): a
+    /// devices payload whose `rssi` no `Int` holds trapped every consumer (`Int(1e300)`). It is left out instead, as
+    /// a device status's out-of-range `rssi` already was.
+    @Test(arguments: ["1e300", "-1e300", "9223372036854775808", "21", "-201"])
+    func devicesRSSIOutsideItsRangeIsLeftOutNotTrappedOn(_ rssi: String) throws {
+        let devices = try SeenDevice.decodeAll(try PayloadJSON.parse(self.bytes(
+            #"{"a1b2c3":{"allowed":true,"rssi":"# + rssi + "}}")))
+        #expect(devices["a1b2c3"] == SeenDevice(rssi: nil, allowed: true))
+        let status = try DeviceState.decode(try PayloadJSON.parse(self.bytes(
+            #"{"status":"connected","rssi":"# + rssi + "}")))
+        #expect(status.rssi == nil)
+        let inRange = try SeenDevice.decodeAll(try PayloadJSON.parse(self.bytes(
+            #"{"a1b2c3":{"allowed":false,"rssi":-58}}"#)))
+        #expect(inRange["a1b2c3"]?.rssi == -58)
+    }
+
     @Test func rejectsAccOutsideSignedBytes() throws {
         let json = try PayloadJSON.parse(self.bytes(#"{"sid":"abcdefgh","seq":0,"t":1764426103.0,"fs":32,"v":[[200,0,0]]}"#))
         #expect(throws: PayloadError.self) { try DataMessage.decode(json, stream: .acc) }

@@ -30,15 +30,40 @@ import Testing
         #expect(afterGap == 50.0 + 12.0 / 32)
     }
 
-    @Test func driftBeyondHalfASecondReanchorsAndIsCounted() {
+    @Test func driftBeyondHalfASecondForASecondReanchorsAndIsCounted() {
         var clock = StreamClock(fs: 4)
         _ = clock.firstSampleTime(count: 6, arrival: 10.0)
-        // The device paused: the next packet arrives 5 s late without a counter gap.
+        // The device paused: the next packets arrive 5 s late without a counter gap. One late packet is not enough
+        // (a burst after a stall looks the same at first); lateness that lasts 1 s of arrival time is.
         let late = clock.firstSampleTime(count: 6, arrival: 16.5)
-        #expect(late == 16.5 - 1.5)
-        #expect(clock.reanchors == 1)
+        #expect(late == 10.0)
+        #expect(clock.reanchors == 0)
         let next = clock.firstSampleTime(count: 6, arrival: 18.0)
         #expect(next == 16.5)
+        #expect(clock.reanchors == 1)
+        let after = clock.firstSampleTime(count: 6, arrival: 19.5)
+        #expect(after == 18.0)
+    }
+
+    @Test func packetsHeldBackByAStallKeepTheirTimesAndTheirOrder() {
+        // BVP packets of 11 samples; packet j's first sample is taken at 1000 + j·d and it arrives 5 ms after its
+        // last. Packets 20–31 are held back by a 2 s stall and delivered in a burst 1 ms apart.
+        let duration = 11.0 / 64
+        func truth(_ j: Int) -> Double { 1000 + Double(j) * duration }
+        var clock = StreamClock(fs: 64)
+        var previous: Double?
+        let release = truth(32) + 0.005
+        for j in 0..<60 {
+            let arrival = (20..<32).contains(j) ? release + 0.001 * Double(j - 20) : truth(j) + duration + 0.005
+            let first = clock.firstSampleTime(count: 11, arrival: arrival)
+            #expect(abs(first - truth(j)) < 0.006, "packet \(j) stamped \(first - truth(j)) s off")
+            if let previous {
+                // Never before the end of the previous packet: a consumer's grid would split here.
+                #expect(first >= previous + duration - 1e-9, "packet \(j) overlaps the one before")
+            }
+            previous = first
+        }
+        #expect(clock.reanchors == 0)
     }
 
     @Test func restartAnchorsAnew() {

@@ -105,6 +105,29 @@ import TestSupport
         #expect(run.emitted.allSatisfy { $0.interval < 0.8 })
     }
 
+    @Test func letsTheRealBeatTakeTheMarkOfAFalsePulseJustBeforeIt() {
+        // At 60 bpm a narrow spike, unlike any pulse, crosses the detector's threshold 0.35 s before beat 40's foot:
+        // the real pulse is then too early to follow it. Of the two candidates for beat 40 the well-shaped one is the
+        // beat: its interval and the next are emitted, and nothing starts or ends at the spike.
+        let beats = self.pulse.beats(intervals: self.rhythm(base: 1.0, count: 60))
+        let spike = beats[40] - 0.35
+        let samples = self.pulse.samples(beats: beats, until: 50).map { sample in
+            (sample.value + 80 * SyntheticPulse.bump(sample.time - spike, centre: 0.03, width: 0.015), sample.time)
+        }
+        var engine = IBIEngine()
+        let run = EngineRun.run(&engine, samples: samples)
+        let judged = run.beats.filter { abs($0.beat.time - spike) < 0.1 }
+        #expect(judged.count == 1 && judged.allSatisfy { $0.beat.interval == nil })
+        let real = run.emitted.first { abs($0.time - beats[40]) <= 2.0 / 64 }
+        #expect(real.map { abs($0.interval - (beats[40] - beats[39])) <= 2.0 / 64 } == true)
+        let next = run.emitted.first { abs($0.time - beats[41]) <= 2.0 / 64 }
+        #expect(next.map { abs($0.interval - (beats[41] - beats[40])) <= 2.0 / 64 } == true)
+        for ibi in run.emitted {
+            #expect(self.isTrue(ibi.time, in: beats))
+            #expect(self.isTrue(ibi.time - ibi.interval, in: beats))
+        }
+    }
+
     @Test func doesNotTakeTheDicroticWaveForAMissedBeat() {
         // Every pulse normal, one beat missing from the rhythm (a pause of two intervals): the only thing between
         // the two beats is the first one's dicrotic wave, a third of the way, which must not be recovered as a beat.

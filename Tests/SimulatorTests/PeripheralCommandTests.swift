@@ -15,7 +15,7 @@ import TestSupport
         (["--adapter", "hci0", "--bus", "unix:path=/x", "--devices", "1"], "--adapter needs --peripheral"),
         (["--adapter-timeout", "3", "--bus", "unix:path=/x", "--devices", "1"], "--adapter-timeout needs --peripheral"),
         (["--peripheral"], "--peripheral needs --adapter hciN"),
-        (["--peripheral", "--adapter", "hci0", "--devices", "2"], "--peripheral serves exactly one wristband"),
+        (["--peripheral", "--adapter", "hci0", "--devices", "2"], "--peripheral serves exactly one device"),
         (["--peripheral", "--adapter", "eth0"], "--adapter needs an adapter name"),
         (["--peripheral", "--adapter", "hci0", "--session"], "--peripheral talks to bluetoothd"),
         (["--peripheral", "--adapter", "hci0", "--adapter-timeout", "0"], "--adapter-timeout needs a number"),

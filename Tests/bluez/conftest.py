@@ -20,7 +20,7 @@ def vm():
         bin_dir = pathlib.Path(os.environ.get("EMPALINK_STATIC_BIN", vmrun.ROOT / ".build" / "release"))
         cache = pathlib.Path(os.environ.get("BLUEZ_VM_CACHE", vmrun.ROOT / ".cache" / "bluez-vm"))
         work = pathlib.Path(os.environ.get("BLUEZ_VM_WORK", vmrun.ROOT / ".build" / "bluez-vm"))
-        timeout = int(os.environ.get("BLUEZ_VM_TIMEOUT", "240"))
+        timeout = int(os.environ.get("BLUEZ_VM_TIMEOUT", "360"))
         if os.environ.get("BLUEZ_VM_RECHECK") == "1":
             # Re-check the previous run's results without booting (for working on the checks themselves).
             RUN["run"] = vmrun.collect(work)

@@ -202,3 +202,33 @@ def test_agent_reconnected_and_streamed_again_after_the_link_dropped(vm):
                 if m.topic == f"{PREFIX}/{AGENT}/{serial(vm)}/status" and m.json and dropped < m.arrival < end]
     assert "disconnected" in statuses and statuses[-1] == "connected", f"status after the drop: {statuses}"
     fact(f"  first BVP of the new session: {bvp[0].arrival - dropped:.1f} s after the peripheral dropped the link")
+
+
+def strap_values(vm, stream):
+    """Every [t, value] the strap's agent published on P/vm/strap/<stream>, in (sid, seq) order."""
+    payloads = sorted((m.json for m in vm.messages if m.topic == f"{PREFIX}/{AGENT}/strap/{stream}" and m.json),
+                      key=lambda j: (j["sid"], j["seq"]))
+    return [pair for j in payloads for pair in j["v"]]
+
+
+def strap_truth(vm, name):
+    import csv
+    with open(vm.results / "truth-hrs" / serial(vm) / f"{name}.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_heart_rate_strap_streamed_hr_and_rr_through_bluetoothd(vm):
+    """Issue 19: the hrs peripheral through Debian's bluetoothd: the agent (whitelist entry profile = "hrs", id =
+    "strap") publishes the strap's RR intervals exactly (to 1/1024 s) and its HR as sent."""
+    ibis = strap_values(vm, "ibi")
+    rates = [v for _, v in strap_values(vm, "hr")]
+    assert len(ibis) >= 5 and len(rates) >= 5, (len(ibis), len(rates), vm.diagnostics())
+    delivered = [int(row["rr_1024"]) for row in strap_truth(vm, "rr")]
+    ticks = [round(v * 1024) for _, v in ibis]
+    assert any(delivered[i:i + len(ticks)] == ticks for i in range(len(delivered) - len(ticks) + 1)), \
+        (ticks[:10], delivered[:30])
+    sent = [float(row["hr"]) for row in strap_truth(vm, "hrs") if row["hr"] != "0"]
+    assert any(sent[i:i + len(rates)] == rates for i in range(len(sent) - len(rates) + 1)), (rates[:10], sent[:20])
+    status = [m.json for m in vm.messages if m.topic == f"{PREFIX}/{AGENT}/strap/status" and m.json]
+    assert any(s.get("status") == "connected" and s.get("profile") == "hrs" for s in status)
+    fact(f"strap: {len(ibis)} RR intervals and {len(rates)} HR values through bluetoothd, equal to the truth")

@@ -35,6 +35,12 @@ MILESTONES = (
     ("reconnected", "reconnected (bluetoothd)"),
     ("restreaming", "streaming again"),
     ("restreamed", "second session streamed"),
+    ("hrs_e4_gone", "E4 peripheral stopped"),
+    ("hrs_advertising", "heart-rate strap advertising"),
+    ("hrs_discovered", "strap discovered"),
+    ("hrs_connected", "strap connected"),
+    ("hrs_streaming", "strap HR and RR over MQTT"),
+    ("hrs_streamed", "strap streamed"),
     ("done", "VM done"),
 )
 

@@ -49,6 +49,16 @@ def serial(k):
     return f"a001{k:02x}"
 
 
+def hrs_address(k):
+    """Simulated heart-rate strap k (its 1-based device index, after the E4s): its address (Docs/simulator.md)."""
+    return f"A0:9E:1A:B0:01:{k:02X}"
+
+
+def hrs_serial(k):
+    """Simulated heart-rate strap k: its serial (the address's last three bytes)."""
+    return f"b001{k:02x}"
+
+
 def free_port():
     """A loopback TCP port nobody listens on now (bind port 0, let the kernel choose)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -98,7 +108,7 @@ class Message:
         self.arrival = arrival
         try:
             self.json = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: deeply nested input (the hostile-flood tests)
             self.json = None
 
     def __repr__(self):
@@ -194,13 +204,16 @@ class NotifySocket:
 class Rig:
     """dbus-daemon + empalink-sim + mosquitto + subscriber, and empalinkd on demand. Use as a context manager."""
 
-    def __init__(self, devices=3, seed=7, notify=False, scenario=SCENARIO):
+    def __init__(self, devices=3, seed=7, notify=False, scenario=SCENARIO, broker_extra="", hrs=0):
         self.scenario = scenario
+        self.broker_extra = broker_extra
         self.bin = bin_dir()
         for name in ("empalinkd", "empalinkctl", "empalink-sim"):
             if not (self.bin / name).exists():
                 raise RuntimeError(f"{self.bin / name} is missing: run `make build` first (or set EMPALINK_BIN)")
         self.devices = devices
+        # Heart-rate straps after the E4s: devices `devices + 1 … devices + hrs` (`empalink-sim --hrs`).
+        self.hrs = hrs
         self.seed = seed
         self.want_notify = notify
         self.processes = []
@@ -267,7 +280,7 @@ class Rig:
         (self.tmp / "scenario.toml").write_text(self.scenario)
         self.truth = self.tmp / "truth"
         self.sim = self._spawn([str(self.bin / "empalink-sim"), "--bus", self.bus_address,
-                                "--devices", str(self.devices), "--seed", str(self.seed),
+                                "--devices", str(self.devices), "--hrs", str(self.hrs), "--seed", str(self.seed),
                                 "--scenario", str(self.tmp / "scenario.toml"), "--truth", str(self.truth),
                                 "--log-level", "warn"], "sim.log")
 
@@ -307,7 +320,7 @@ class Rig:
             f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
             # Run as ourselves: mosquitto started as root otherwise switches to its own user, and a change of
             # credentials clears the parent-death signal (DIE_WITH_PARENT).
-            f"user {pwd.getpwuid(os.geteuid()).pw_name}\n")
+            f"user {pwd.getpwuid(os.geteuid()).pw_name}\n{self.broker_extra}")
         broker = self._spawn(["mosquitto", "-c", str(self.tmp / "mosquitto.conf")], "mosquitto.log")
 
         def listening():
@@ -337,9 +350,15 @@ class Rig:
         return self.tmp / "control.sock"
 
     def config_text(self, whitelist, batch_ms=200, background_batch_ms=1000, metrics_interval_s=1,
-                    mqtt_commands=True, extra=""):
-        """A complete agent configuration; `whitelist` is a list of device indexes (1-based)."""
+                    mqtt_commands=True, extra="", straps=()):
+        """A complete agent configuration; `whitelist` is a list of E4 device indexes (1-based), `straps` one of
+        heart-rate strap entries: device indexes, or (index, id) to publish under that id."""
         bands = "".join(f'\n[[wristband]]\nserial = "{serial(k)}"\nlabel = "bed {k}"\n' for k in whitelist)
+        for strap in straps:
+            k, topic_id = strap if isinstance(strap, tuple) else (strap, None)
+            bands += f'\n[[wristband]]\naddress = "{hrs_address(k)}"\nprofile = "hrs"\nlabel = "strap {k}"\n'
+            bands += f'id = "{topic_id}"\n' if topic_id else ""
+
         return f"""[agent]
 id = "{AGENT}"
 log_level = "info"
@@ -430,8 +449,8 @@ mqtt_commands = {"true" if mqtt_commands else "false"}
         """SIGTERM the simulator (it then flushes its truth files); returns its exit code."""
         return stop(self.sim)
 
-    def read_truth(self, k, name):
-        with open(self.truth / serial(k) / f"{name}.csv") as f:
+    def read_truth(self, k, name, device_serial=None):
+        with open(self.truth / (device_serial or serial(k)) / f"{name}.csv") as f:
             return list(csv.DictReader(f))
 
 
@@ -481,7 +500,7 @@ SCHEMAS = {
     },
     "devices": {
         "type": "object",
-        "propertyNames": {"pattern": "^[0-9a-f]{6}$"},
+        "propertyNames": {"pattern": "^[A-Za-z0-9._-]{1,64}$"},
         "additionalProperties": {
             "type": "object", "required": ["address", "name", "rssi", "allowed"],
             "properties": {"address": {"type": "string", "pattern": "^([0-9A-F]{2}:){5}[0-9A-F]{2}$"},
@@ -521,6 +540,7 @@ SCHEMAS = {
     },
     "battery": _events(_pair({"type": "number", "minimum": 0, "maximum": 1})),
     "tag": _events(_TIME),
+    "contact": _events(_pair({"enum": [0, 1]})),
     "metrics": {
         "type": "object",
         "required": ["uptime_s", "mode", "devices", "mqtt", "spool"],
@@ -530,7 +550,7 @@ SCHEMAS = {
             "clock_synced": {"type": "boolean"},
             "devices": {
                 "type": "object",
-                "propertyNames": {"pattern": "^[0-9a-f]{6}$"},
+                "propertyNames": {"pattern": "^[A-Za-z0-9._-]{1,64}$"},
                 "additionalProperties": {
                     "type": "object", "required": ["rx_packets", "lost", "decode_errors", "reconnects", "rssi"],
                     "properties": {"rx_packets": _COUNT, "lost": _COUNT, "decode_errors": _COUNT,
@@ -557,7 +577,9 @@ SCHEMAS = {
     },
 }
 
-DEVICE_STREAMS = ("bvp", "gsr", "temp", "acc", "ibi", "hr", "battery", "tag")
+DEVICE_STREAMS = ("bvp", "gsr", "temp", "acc", "ibi", "hr", "battery", "tag", "contact")
+# What an E4 publishes: all but a heart-rate sensor's `contact`.
+E4_STREAMS = tuple(stream for stream in DEVICE_STREAMS if stream != "contact")
 
 
 def schema_for(topic):

@@ -13,7 +13,7 @@ import time
 import jsonschema
 import pytest
 
-from agent_rig import AGENT, DEVICE_STREAMS, PREFIX, SCHEMAS, Rig, schema_for, serial, wait_until
+from agent_rig import AGENT, E4_STREAMS, PREFIX, SCHEMAS, Rig, schema_for, serial, wait_until
 
 WHITELISTED = (1, 2)
 STRANGER = 3
@@ -83,7 +83,7 @@ def test_every_topic_appears_and_validates_against_its_schema(run):
     expected = {topic("status"), topic("devices"), topic("metrics"), topic("cmd", "result")}
     for k in WHITELISTED:
         expected.add(topic(serial(k), "status"))
-        expected.update(topic(serial(k), stream) for stream in DEVICE_STREAMS)
+        expected.update(topic(serial(k), stream) for stream in E4_STREAMS)
     missing = expected - set(topics)
     assert not missing, f"topics never published: {sorted(missing)}"
     for name, messages in topics.items():
@@ -136,7 +136,7 @@ def test_command_result_answers_the_rescan(run):
 
 def test_seq_counts_from_zero_without_gaps_per_sid_and_stream(run):
     for k in WHITELISTED:
-        for stream in DEVICE_STREAMS:
+        for stream in E4_STREAMS:
             sequences = collections.defaultdict(list)
             for message in by_topic(run)[topic(serial(k), stream)]:
                 sequences[message.json["sid"]].append(message.json["seq"])
@@ -147,7 +147,7 @@ def test_seq_counts_from_zero_without_gaps_per_sid_and_stream(run):
 
 def test_one_session_per_device_and_sid_matches_its_status(run):
     for k in WHITELISTED:
-        sids = {m.json["sid"] for stream in DEVICE_STREAMS for m in by_topic(run)[topic(serial(k), stream)]}
+        sids = {m.json["sid"] for stream in E4_STREAMS for m in by_topic(run)[topic(serial(k), stream)]}
         assert len(sids) == 1, f"{serial(k)}: sids {sids}"
         connected = [m.json for m in by_topic(run)[topic(serial(k), "status")] if m.json["status"] == "connected"]
         assert connected and connected[-1]["sid"] in sids

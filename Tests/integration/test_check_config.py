@@ -147,7 +147,7 @@ def test_json_is_the_full_defaulted_configuration(binaries, tmp_path):
     assert config["mqtt"]["client_id"] == "empalink-" + config["agent"]["id"]
     assert config["mqtt"]["tls"] == {"ca_file": None, "ca_path": None, "cert_file": None, "key_file": None,
                                      "insecure": False}
-    assert config["publish"]["streams"] == ["bvp", "gsr", "acc", "temp", "ibi", "hr", "battery", "tag"]
+    assert config["publish"]["streams"] == ["bvp", "gsr", "acc", "temp", "ibi", "hr", "battery", "tag", "contact"]
     assert config["spool"]["max_bytes"] == 268435456
     assert config["control"] == {"mqtt_commands": False}
 
@@ -159,6 +159,7 @@ def test_json_resolves_derived_values(binaries, tmp_path):
     path.write_text(
         '[agent]\nid = "ward-3"\n[mqtt]\ntls.ca_file = "ca.pem"\n'
         '[[wristband]]\naddress = "00:07:80:9f:f1:67"\n[[wristband]]\nserial = "A00102"\nlabel = "bed 2"\n'
+        '[[wristband]]\naddress = "a0:9e:1a:b0:01:03"\nprofile = "hrs"\nid = "strap-3"\n'
         '[spool]\ndir = "../spool"\n'
     )
     result = check(binaries, path, "--json")
@@ -169,8 +170,9 @@ def test_json_resolves_derived_values(binaries, tmp_path):
     assert config["mqtt"]["tls"]["ca_file"] == str(tmp_path / "conf" / "ca.pem")
     assert config["spool"]["dir"] == str(tmp_path / "conf" / ".." / "spool")
     assert config["wristband"] == [
-        {"serial": "9ff167", "address": "00:07:80:9F:F1:67", "label": ""},
-        {"serial": "a00102", "address": None, "label": "bed 2"},
+        {"serial": "9ff167", "address": "00:07:80:9F:F1:67", "label": "", "profile": None, "id": "9ff167"},
+        {"serial": "a00102", "address": None, "label": "bed 2", "profile": None, "id": "a00102"},
+        {"serial": "b00103", "address": "A0:9E:1A:B0:01:03", "label": "", "profile": "hrs", "id": "strap-3"},
     ]
 
 
@@ -195,6 +197,9 @@ ERROR_CASES = [
     ("wristband without identity", '[[wristband]]\nlabel = "bed"\n', 1, 1, "needs a serial or an address"),
     ("duplicate wristband", '[[wristband]]\nserial = "9ff167"\n[[wristband]]\naddress = "00:07:80:9F:F1:67"\n',
      3, 1, "listed twice"),
+    ("unknown profile", '[[wristband]]\nserial = "9ff167"\nprofile = "ecg"\n', 3, 11, 'expected "e4" or "hrs", found "ecg"'),
+    ("id taken by another serial", '[[wristband]]\nserial = "9ff167"\n[[wristband]]\nserial = "a00102"\n'
+     'id = "9ff167"\n', 5, 6, 'id "9ff167" is already a wristband'),
     ("unknown stream", '[publish]\nstreams = ["bvp", "ecg"]\n', 2, 19, 'unknown stream "ecg"'),
     ("cross-key: backoff", "[bluetooth]\nreconnect_initial_s = 30\nreconnect_max_s = 10\n", 3, 19,
      "less than reconnect_initial_s"),
@@ -290,7 +295,7 @@ def test_shipped_file_documents_every_key_with_its_default(binaries, tmp_path):
     derived = {("agent", "id"), ("mqtt", "client_id")}
     for section, keys in defaults.items():
         if section == "wristband":
-            assert set(documented["wristband"][0]) == {"serial", "address", "label"}
+            assert set(documented["wristband"][0]) == {"serial", "address", "label", "profile", "id"}
             continue
         flat = {}
         for key, value in keys.items():

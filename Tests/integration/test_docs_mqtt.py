@@ -17,7 +17,7 @@ SERIAL = re.compile(r"^[0-9a-f]{6}$")
 ADDRESS = re.compile(r"^([0-9A-F]{2}:){5}[0-9A-F]{2}$")
 
 SAMPLED = {"bvp": 64, "gsr": 4, "temp": 4, "acc": 32}
-EVENTS = {"ibi", "hr", "battery"}
+EVENTS = {"ibi", "hr", "battery", "contact"}
 RETAINED = {"status", "devices", "device-status"}
 EVERY_KIND = {"status", "devices", "device-status", "metrics", "cmd", "cmd/result", "tag", *SAMPLED, *EVENTS}
 

@@ -34,6 +34,16 @@ def uuid16(short):
 @pytest.fixture
 def simulator():
     """A private dbus-daemon and empalink-sim with one wristband; yields (bus address, truth dir, sim process)."""
+    yield from serve(["--devices", "1"])
+
+
+@pytest.fixture
+def strap_simulator():
+    """As `simulator`, with one Heart Rate Service strap instead (device 1, `--devices 0 --hrs 1`)."""
+    yield from serve(["--devices", "0", "--hrs", "1"])
+
+
+def serve(devices):
     sim_bin = bin_dir() / "empalink-sim"
     if not sim_bin.exists():
         pytest.fail(f"{sim_bin} is missing: run `make build` first (or set EMPALINK_BIN)")
@@ -54,7 +64,7 @@ def simulator():
             truth = tmp / "truth"
             log = open(tmp / "sim.log", "w")
             # The simulator's defaults: bleak must work against them as it does against bluetoothd on a real radio.
-            sim = subprocess.Popen([str(sim_bin), "--bus", address, "--devices", "1", "--seed", "11",
+            sim = subprocess.Popen([str(sim_bin), "--bus", address, *devices, "--seed", "11",
                                     "--truth", str(truth), "--log-level", "debug"],
                                    stdout=log, stderr=log)
             processes.append(sim)
@@ -173,3 +183,71 @@ def test_bleak_discovers_connects_and_streams_decodable_truth(simulator, monkeyp
     beats = read_truth(truth_dir / SERIAL / "beats.csv")
     assert len(beats) >= 5
     assert all(float(b["peak_time"]) > float(b["foot_time"]) for b in beats)
+
+
+STRAP_ADDRESS = "A0:9E:1A:B0:01:01"
+STRAP_SERIAL = "b00101"
+
+
+def decode_heart_rate_measurement(value):
+    """0x2A37 from the GATT Specification Supplement alone: flags, uint8/uint16 HR, energy if flagged, RR in 1/1024 s."""
+    flags = value[0]
+    offset = 1
+    if flags & 0x01:
+        rate = struct.unpack_from("<H", value, offset)[0]
+        offset += 2
+    else:
+        rate = value[offset]
+        offset += 1
+    if flags & 0x08:
+        offset += 2
+    rr = list(struct.unpack_from(f"<{(len(value) - offset) // 2}H", value, offset)) if flags & 0x10 else []
+    assert offset + 2 * len(rr) == len(value)
+    contact = None if not flags & 0x04 else bool(flags & 0x02)
+    return rate, contact, rr
+
+
+def test_bleak_reads_a_simulated_strap_as_a_real_one(strap_simulator, monkeypatch):
+    """bleak finds the strap by its advertised Heart Rate service, reads Body Sensor Location, Battery Level and the
+    Device Information strings, subscribes to 0x2A37 (no start command: a strap streams once subscribed) and gets
+    RR intervals equal to the simulator's truth."""
+    address, truth_dir, sim = strap_simulator
+    monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", address)
+    from bleak import BleakClient, BleakScanner
+
+    received = []
+    found = {}
+
+    async def scenario():
+        device = await BleakScanner.find_device_by_filter(
+            lambda d, adv: uuid16(0x180D) in adv.service_uuids, timeout=10)
+        assert device is not None, "bleak did not find a device advertising the Heart Rate service"
+        assert device.address == STRAP_ADDRESS
+        async with BleakClient(device) as client:
+            uuids = {service.uuid for service in client.services}
+            assert {uuid16(0x180D), uuid16(0x180F), uuid16(0x180A)} <= uuids
+            found["location"] = await client.read_gatt_char(uuid16(0x2A38))
+            found["battery"] = await client.read_gatt_char(uuid16(0x2A19))
+            found["manufacturer"] = (await client.read_gatt_char(uuid16(0x2A29))).decode()
+            found["serial"] = (await client.read_gatt_char(uuid16(0x2A25))).decode()
+            await client.start_notify(uuid16(0x2A37), lambda _, data: received.append(bytes(data)))
+            deadline = time.monotonic() + 12
+            while len(received) < 8 and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+
+    asyncio.run(scenario())
+    assert found["location"] == b"\x01"  # chest
+    assert 0 < found["battery"][0] <= 100
+    assert found["manufacturer"] == "EmpaLink Simulator" and found["serial"] == STRAP_SERIAL.upper()
+    assert len(received) >= 8, f"only {len(received)} heart-rate notifications in 12 s"
+
+    stop(sim)
+    assert sim.returncode == 0
+    decoded = [decode_heart_rate_measurement(value) for value in received]
+    rr = [value for _, _, values in decoded for value in values]
+    notes = read_truth(truth_dir / STRAP_SERIAL / "hrs.csv")
+    rr_truth = [int(row["rr_1024"]) for row in read_truth(truth_dir / STRAP_SERIAL / "rr.csv")]
+    # Every notification was delivered, in order, and carries exactly the truth's HR, contact and RR.
+    assert [int(row["hr"]) for row in notes][:len(decoded)] == [rate for rate, _, _ in decoded]
+    assert [row["contact"] == "1" for row in notes][:len(decoded)] == [contact for _, contact, _ in decoded]
+    assert rr == rr_truth[:len(rr)] and len(rr) >= 6

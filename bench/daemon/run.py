@@ -20,6 +20,13 @@ free loopback port and empalinkd, waits until every wristband streams, warms up,
   so with tick_ms = 5 (set here) the figure over-states the path notification → agent → broker → subscriber by
   0–5 ms (2.5 ms on average). Messages are aligned with the truth by value (the published BVP values, 3 decimals,
   against bvp.csv) and then by sample count along seq.
+- Timestamp error: the published time of each BVP message's first sample minus the simulator's (bvp.csv), for the
+  same messages as the latency.
+- Background mode (--background N,...): the daemon switched to background mode with SIGUSR1 once it streams
+  (background_batch_ms 2000), measured the same way.
+- The peer (--peer N,...): peer_forwarder.py, a bleak + paho-mqtt forwarder (no decoding, IBI or spool), on the
+  same simulator load in a stack of its own, measured as the daemon is (CPU of every thread, voluntary context
+  switches, VmRSS); the ratio of CPU per wristband against the daemon's batch_ms 250 run.
 - An idle run: no wristband in the whitelist (nothing to discover or connect), broker connected, metrics on;
   wake-ups per second and CPU over the window.
 
@@ -39,6 +46,7 @@ import time
 import paho.mqtt.client as mqtt
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer_forwarder.py")
 PREFIX = "empalink"
 AGENT = "bench"
 
@@ -179,7 +187,8 @@ def percentile(values, p):
 class Stack:
     """dbus-daemon, empalink-sim, mosquitto and empalinkd in a private work directory."""
 
-    def __init__(self, bindir, work, devices, batch_ms, whitelist, spool_mode="offline"):
+    def __init__(self, bindir, work, devices, batch_ms, whitelist, spool_mode="offline", peer=False):
+        self.peer = peer
         self.bindir = bindir
         self.work = work
         self.devices = devices
@@ -229,6 +238,12 @@ class Stack:
                                               f"{work}/scenario.toml", "--truth", self.truth,
                                               "--log-level", "warn"])
 
+        if self.peer:
+            # The bleak + paho forwarder in place of empalinkd, on the same simulator load.
+            time.sleep(0.3)
+            self.daemon = self.start_process("peer", [sys.executable, "-u", PEER, "--port", str(self.port),
+                                                      "--devices", str(self.devices)], env=env)
+            return
         key = subprocess.run([f"{self.bindir}/empalinkctl", "key", "add", "--devices", "*", "--keyring",
                               f"{work}/keyring.toml"], check=True, capture_output=True, text=True).stdout.strip()
         with open(os.path.join(work, "api-key"), "w") as f:
@@ -340,6 +355,7 @@ def latencies(messages, truth_dir, window):
         by_serial.setdefault(serial_number, []).append((received, body))
     result = []
     oldest = []
+    errors = []
     unaligned = []
     for serial_number, items in by_serial.items():
         sid = items[0][1]["sid"]
@@ -369,15 +385,19 @@ def latencies(messages, truth_dir, window):
                 unaligned.append(serial_number)
                 break
             if window[0] <= received <= window[1]:
+                # The published time of the message's first sample against the simulator's.
+                errors.append(body["t"] - truth[index - len(body["v"])][0])
                 # The batch's first notification: the packet holding its first sample ends 10 samples later.
                 first_packet_end = min(last, index - len(body["v"]) + 10)
                 result.append(received - (truth[last][0] + 1 / 64))
                 oldest.append(received - (truth[first_packet_end][0] + 1 / 64))
-    return result, oldest, unaligned
+    return result, oldest, errors, unaligned
 
 
-def run_one(args, devices, batch_ms, spool_mode="offline"):
-    work = os.path.join(args.work, f"n{devices}-b{batch_ms}-{spool_mode}")
+def run_one(args, devices, batch_ms, spool_mode="offline", background=False):
+    """One daemon run; `background`: switched to background mode (SIGUSR1, `background_batch_ms` 2000) once every
+    wristband streams, before the warm-up."""
+    work = os.path.join(args.work, f"n{devices}-b{batch_ms}-{spool_mode}" + ("-bg" if background else ""))
     stack = Stack(args.bin, work, devices, batch_ms, whitelist=True, spool_mode=spool_mode)
     subscriber = None
     try:
@@ -390,6 +410,8 @@ def run_one(args, devices, batch_ms, spool_mode="offline"):
                                    f"(logs in {work})")
             time.sleep(0.2)
         connected = time.monotonic() - (deadline - args.connect_timeout)
+        if background:
+            stack.daemon.send_signal(signal.SIGUSR1)
         time.sleep(args.warmup)
         pid = stack.daemon.pid
         load_before = loadavg()
@@ -413,9 +435,14 @@ def run_one(args, devices, batch_ms, spool_mode="offline"):
         if subscriber is not None:
             subscriber.stop()
         stack.stop()
-    delays, oldest, unaligned = latencies(messages, stack.truth, (wall_start, wall_end))
+    delays, oldest, errors, unaligned = latencies(messages, stack.truth, (wall_start, wall_end))
+    magnitudes = [abs(error) for error in errors]
     return {
-        "devices": devices, "batch_ms": batch_ms, "spool_mode": spool_mode, "connect_seconds": round(connected, 1),
+        "devices": devices, "batch_ms": 2000 if background else batch_ms, "background": background,
+        "spool_mode": spool_mode, "connect_seconds": round(connected, 1),
+        "t_error_ms_p50": 1000 * percentile(magnitudes, 50), "t_error_ms_p99": 1000 * percentile(magnitudes, 99),
+        "t_error_ms_max": 1000 * max(magnitudes) if magnitudes else float("nan"),
+        "t_error_ms_mean": 1000 * sum(errors) / len(errors) if errors else float("nan"),
         **measured,
         "cpu_percent_per_wristband": measured["cpu_percent"] / devices,
         "rss_kib": rss, "hwm_kib": hwm, "pss_kib": pss, "anonymous_kib": anonymous, "rss_kib_by_file": by_file,
@@ -428,6 +455,37 @@ def run_one(args, devices, batch_ms, spool_mode="offline"):
         "sim_cpu_seconds_total": sim_cpu,
         "load_before": load_before, "load_after": loadavg(),
     }
+
+
+def run_peer(args, devices):
+    """The bleak + paho forwarder (peer_forwarder.py) on the same simulator load, measured as the daemon is."""
+    work = os.path.join(args.work, f"n{devices}-peer")
+    stack = Stack(args.bin, work, devices, 0, whitelist=True, peer=True)
+    try:
+        stack.start()
+        log = os.path.join(work, "peer.log")
+        deadline = time.monotonic() + args.connect_timeout
+        while True:
+            with open(log) as f:
+                if f"streaming {devices}" in f.read():
+                    break
+            if time.monotonic() > deadline or stack.daemon.poll() is not None:
+                raise RuntimeError(f"peer forwarder not streaming {devices} wristbands (logs in {work})")
+            time.sleep(0.2)
+        time.sleep(args.warmup)
+        pid = stack.daemon.pid
+        load_before = loadavg()
+        before = snapshot(pid)
+        time.sleep(args.seconds)
+        after = snapshot(pid)
+        measured = rates(before, after)
+        rss = status_field(pid, "VmRSS")
+        pss, anonymous = rollup(pid)
+    finally:
+        stack.stop()
+    return {"devices": devices, **measured, "cpu_percent_per_wristband": measured["cpu_percent"] / devices,
+            "rss_kib": rss, "pss_kib": pss, "anonymous_kib": anonymous,
+            "load_before": load_before, "load_after": loadavg()}
 
 
 def run_idle(args):
@@ -466,6 +524,10 @@ def main():
     parser.add_argument("--rss-files", type=int, default=0, metavar="N",
                         help="also print each run's N largest resident mappings by file")
     parser.add_argument("--connect-timeout", type=float, default=90)
+    parser.add_argument("--peer", default="5,20", help="wristband counts to run the bleak + paho forwarder at, "
+                        "side by side with the daemon (empty: none)")
+    parser.add_argument("--background", default="5", help="wristband counts to run the daemon at in background "
+                        "mode (SIGUSR1: background_batch_ms 2000) too (empty: none)")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
     args.bin = os.path.abspath(args.bin)
@@ -496,7 +558,7 @@ def main():
                 results["runs"].append(run)
                 print(f"{mode:7s} batch_ms {batch_ms:4d}, {devices:2d} wristbands: CPU {run['cpu_percent']:.2f} % "
                       f"({run['cpu_percent_per_wristband']:.3f} %/wristband), RSS {run['rss_kib'] / 1024:.1f} MiB, "
-                      f"{run['wakeups_per_s']:.0f} wake-ups/s, latency p50 {run['latency_ms_p50']:.1f} ms "
+                      f"{run['wakeups_per_s']:.1f} wake-ups/s, latency p50 {run['latency_ms_p50']:.1f} ms "
                       f"p99 {run['latency_ms_p99']:.1f} ms (n={run['latency_samples']}), "
                       f"load {run['load_before']:.1f}", flush=True)
                 if args.rss_files > 0:
@@ -506,6 +568,19 @@ def main():
                           + ", ".join(f"{name} {kib}/{referenced.get(name, '?')}" for name, kib in top)
                           + f"; Pss {run['pss_kib']}, anon {run['anonymous_kib']}", flush=True)
 
+    for devices in (int(value) for value in args.background.split(",") if value):
+        run = run_one(args, devices, 250, "offline", background=True)
+        results["runs"].append(run)
+        print(f"background (2000 ms), {devices:2d} wristbands: CPU {run['cpu_percent']:.2f} %, "
+              f"{run['wakeups_per_s']:.1f} wake-ups/s, load {run['load_before']:.1f}", flush=True)
+    results["peer"] = []
+    for devices in (int(value) for value in args.peer.split(",") if value):
+        peer = run_peer(args, devices)
+        results["peer"].append(peer)
+        print(f"peer (bleak + paho), {devices:2d} wristbands: CPU {peer['cpu_percent']:.2f} % "
+              f"({peer['cpu_percent_per_wristband']:.3f} %/wristband), RSS {peer['rss_kib'] / 1024:.1f} MiB, "
+              f"{peer['wakeups_per_s']:.0f} wake-ups/s, load {peer['load_before']:.1f}", flush=True)
+
     print()
     print("| spool.mode | batch_ms | wristbands | CPU % of one core | CPU % per wristband | RSS MiB (peak) | anon MiB "
           "| wake-ups/s | latency p50 / p99 / max ms (n) | first notification p50 / p99 ms | load |")
@@ -513,7 +588,7 @@ def main():
     for run in results["runs"]:
         print(f"| {run['spool_mode']} | {run['batch_ms']} | {run['devices']} | {run['cpu_percent']:.2f} | "
               f"{run['cpu_percent_per_wristband']:.3f} | {run['rss_kib'] / 1024:.1f} ({run['hwm_kib'] / 1024:.1f}) "
-              f"| {run['anonymous_kib'] / 1024:.1f} | {run['wakeups_per_s']:.0f} | {run['latency_ms_p50']:.1f} / "
+              f"| {run['anonymous_kib'] / 1024:.1f} | {run['wakeups_per_s']:.1f} | {run['latency_ms_p50']:.1f} / "
               f"{run['latency_ms_p99']:.1f} / "
               f"{run['latency_ms_max']:.1f} ({run['latency_samples']}) | {run['first_latency_ms_p50']:.1f} / "
               f"{run['first_latency_ms_p99']:.1f} | {run['load_before']:.1f} |")
@@ -521,6 +596,30 @@ def main():
         print(f"| offline | idle | 0 | {idle['cpu_percent']:.3f} | – | {idle['rss_kib'] / 1024:.1f} | "
               f"{idle['anonymous_kib'] / 1024:.1f} | "
               f"{idle['wakeups_per_s']:.2f} | – | – | {idle['load']:.1f} |")
+    print()
+    print("| run | batch_ms | wristbands | timestamp error vs truth p50 / p99 / max ms | mean ms |")
+    print("| --- | --- | --- | --- | --- |")
+    for run in results["runs"]:
+        print(f"| {'background' if run.get('background') else run['spool_mode']} | {run['batch_ms']} | "
+              f"{run['devices']} | {run['t_error_ms_p50']:.2f} / {run['t_error_ms_p99']:.2f} / "
+              f"{run['t_error_ms_max']:.2f} | {run['t_error_ms_mean']:+.2f} |")
+    if results["peer"]:
+        print()
+        print("| wristbands | empalinkd (batch_ms 250) CPU %/wristband | peer CPU %/wristband | ratio | "
+              "wake-ups/s empalinkd / peer | RSS MiB empalinkd / peer | load |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for peer in results["peer"]:
+            ours = [run for run in results["runs"] if run["devices"] == peer["devices"] and run["batch_ms"] == 250
+                    and not run.get("background") and run["spool_mode"] == "offline"]
+            if not ours:
+                continue
+            run = ours[0]
+            ratio = run["cpu_percent_per_wristband"] / peer["cpu_percent_per_wristband"]
+            peer["ratio"] = ratio
+            print(f"| {peer['devices']} | {run['cpu_percent_per_wristband']:.3f} | "
+                  f"{peer['cpu_percent_per_wristband']:.3f} | {ratio:.3f} (1/{1 / ratio:.0f}) | "
+                  f"{run['wakeups_per_s']:.1f} / {peer['wakeups_per_s']:.0f} | {run['rss_kib'] / 1024:.1f} / "
+                  f"{peer['rss_kib'] / 1024:.1f} | {run['load_before']:.1f} / {peer['load_before']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

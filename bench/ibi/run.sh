@@ -1,6 +1,7 @@
 #!/bin/bash
-# make bench-ibi: our engine (empalinkctl ibi), NeuroKit2 and HeartPy on the real E4 recording and on synthetic
-# recordings with exact truth, all scored by ../shared/tools/eval_ibi.py; prints the tables for Docs/ibi.md.
+# make bench-ibi: our engine (empalinkctl ibi), NeuroKit2 and HeartPy on the real E4 recordings (e4-msr2023 and every
+# e4-stresspredict session) and on synthetic recordings with exact truth, all scored by ../shared/tools/eval_ibi.py;
+# prints the tables for Docs/ibi.md.
 set -euo pipefail
 BIN=${1:-.build/debug}
 PY=${PY:-.venv/bin/python}
@@ -21,7 +22,23 @@ for d in "$OUT"/synth/data/*/; do
     "$BIN/empalinkctl" ibi --bvp "$d/BVP.csv" --acc "$d/ACC.csv" --beats "$OUT/synth/$name/empalink.csv" >/dev/null
     "$PY" bench/ibi/peers.py --bvp "$d/BVP.csv" --outdir "$OUT/synth/$name"
 done
-"$PY" bench/ibi/table.py --out "$OUT" --eval "$EVAL"
+# Every other E4 session with Empatica's own IBI.csv (SETS: folders with BVP.csv, ACC.csv, IBI.csv; default every such
+# folder under ../shared/data/e4-stresspredict): the same engine and peers, scored the same way, one table (table.py).
+SETS=${SETS:-$(for d in ../shared/data/e4-stresspredict/*/; do [ -f "$d/IBI.csv" ] && echo "${d%/}"; done)}
+for d in $SETS; do
+    name=$(basename "$d")
+    set_out="$OUT/sets/$name"
+    mkdir -p "$set_out"
+    "$BIN/empalinkctl" ibi --bvp "$d/BVP.csv" --acc "$d/ACC.csv" --out "$set_out/empalink.csv" \
+        --beats "$set_out/empalink-beats.csv"
+    "$PY" bench/ibi/peers.py --bvp "$d/BVP.csv" --outdir "$set_out"
+    "$PY" "$EVAL" --bvp "$d/BVP.csv" --acc "$d/ACC.csv" --ref "$d/IBI.csv" --hr "$d/HR.csv" --tol 0.1 \
+        --detections "$set_out/empalink.csv" "$set_out/neurokit2.csv" "$set_out/heartpy.csv" \
+        --json "$set_out/scores.json" > "$set_out/report.txt"
+    "$PY" bench/ibi/analyse_misses.py --beats "$set_out/empalink-beats.csv" --data "$d" --eval "$EVAL" \
+        > "$set_out/misses.txt"
+done
+"$PY" bench/ibi/table.py --out "$OUT" --eval "$EVAL" --sets "$(for d in $SETS; do basename "$d"; done)"
 # Why the reference rows we do not cover are missed (Docs/ibi.md, "What still misses").
 "$PY" bench/ibi/analyse_misses.py --beats "$OUT/real/empalink-beats.csv" --data "$DATA" --eval "$EVAL" \
     > "$OUT/real/misses.txt"

@@ -15,6 +15,7 @@ warnings.filterwarnings("ignore")
 p = argparse.ArgumentParser()
 p.add_argument("--out", required=True)
 p.add_argument("--eval", required=True)
+p.add_argument("--sets", default="", help="names of the other real sets scored under OUT/sets/ (whitespace-separated)")
 a = p.parse_args()
 spec = importlib.util.spec_from_file_location("eval_ibi", a.eval)
 ev = importlib.util.module_from_spec(spec)
@@ -31,6 +32,27 @@ for path, r in real.items():
     print(f"| {os.path.basename(path)[:-4]} | {m['lag_ms']} | {m['coverage']} | {m['ibi_mae_ms']} "
           f"| {r['emitted_ibi_per_min_still']} | {r['emitted_ibi_per_min_motion']} | {g['frac_any_motion']} "
           f"| {g['frac_any']} | {r['hr']['mae_vs_refibi_bpm']} |")
+
+
+def set_rows(name, scores):
+    """One row per detector of a real set: the figures issue 18 targets (coverage, precision, F1 at 100 ms)."""
+    for path, r in scores.items():
+        m = r["matching"]["lagcorr@100ms"]
+        yield (f"| {name} | {os.path.basename(path)[:-4]} | {m['lag_ms']} | {m['coverage']} | {m['precision_cov']} "
+               f"| {m['f1_cov']} | {m['ibi_mae_ms']} | {r['emitted_ibi_per_min_motion']} "
+               f"| {r['garbage']['frac_any_motion']} |")
+
+
+print("\n### Every real E4 set, reference = Empatica IBI.csv, 100 ms, lag-corrected\n")
+print("Coverage = reference rows matched; precision and F1 over detected beats inside the reference's covered windows "
+      "(eval_ibi.py `precision_cov`, `f1_cov`); motion = the scorer's 4 s ACC index ≥ 0.05 g.\n")
+print("| set | detector | lag ms | coverage | precision | F1 | IBI MAE ms | IBIs/min motion | implausible in motion |")
+print("|---|---|---|---|---|---|---|---|---|")
+for line in set_rows("e4-msr2023", real):
+    print(line)
+for name in a.sets.split():
+    for line in set_rows(name, json.load(open(f"{a.out}/sets/{name}/scores.json"))):
+        print(line)
 
 print("\n### Synthetic truth (bench/ibi/synth.py), every true beat is the reference, 100 ms, lag-corrected\n")
 print("Sensitivity/precision/F1 are over detected beats; `emitted` is the fraction of true intervals emitted; "

@@ -32,7 +32,7 @@ typedef struct {
 /// The deepest stack kept per captured allocation.
 #define ALLOC_COUNTER_STACK_DEPTH 32
 /// How many allocations' stacks are kept per measurement; later ones are counted but not captured.
-#define ALLOC_COUNTER_MAX_STACKS 8192
+#define ALLOC_COUNTER_MAX_STACKS 32768
 
 /// Loads what stack capture needs (libgcc_s for backtrace) before any measurement, so the first capture does
 /// not allocate inside a counted region. Call once at start.

@@ -14,7 +14,10 @@
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,3 +104,36 @@ static inline int clinux_signalfd_siginfo_signo(const void *info) {
 
 /// Whether the kernel considers the system clock synchronised (NTP/PTP/RTC discipline): 1 yes, 0 no, -1 unknown.
 int clinux_clock_synchronized(void);
+
+/// Turns on `SO_TIMESTAMPNS` for `fd`: every datagram then carries the kernel's `CLOCK_REALTIME` time of its
+/// arrival in the queue (`SCM_TIMESTAMPNS`; on `AF_UNIX` sockets, the moment the peer's `send` queued it).
+static inline int clinux_enable_receive_timestamps(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
+}
+
+/// One datagram received by `recvmsg(2)` with its kernel arrival time (see ``clinux_receive_timestamped``).
+typedef struct {
+    /// Bytes received (0: end of file), or -1 with `error` set.
+    ssize_t count;
+    int error;
+    /// 1 when the message carried an `SCM_TIMESTAMPNS` time (then `seconds`/`nanoseconds` hold it), else 0.
+    int stamped;
+    /// 1 when the datagram was longer than the buffer (`MSG_TRUNC`): the rest was discarded.
+    int truncated;
+    /// Descriptors a peer passed along (`SCM_RIGHTS`), closed here unread.
+    int closedDescriptors;
+    int64_t seconds;
+    int64_t nanoseconds;
+} clinux_timestamped_datagram;
+
+/// `recvmsg(2)` of one datagram into `buffer`, non-blocking, retrying `EINTR`, with the `SCM_TIMESTAMPNS` time
+/// when the socket has `SO_TIMESTAMPNS` on. Any descriptor a peer passes with the datagram is closed at once (a
+/// plain `read` discards them too); other control messages are ignored.
+clinux_timestamped_datagram clinux_receive_timestamped(int fd, void *buffer, size_t length);
+
+/// `TCP_CORK` on (1) or off (0): while on, the kernel holds partial segments back and sends full ones; turning it
+/// off sends what is held at once.
+static inline int clinux_set_tcp_cork(int fd, int on) {
+    return setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+}

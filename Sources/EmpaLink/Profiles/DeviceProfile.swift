@@ -7,8 +7,8 @@ import Bluetooth
 /// subscribes to those that notify, writes ``sessionStart(unixTime:)`` in order, reads those marked
 /// ``ProfileCharacteristic/readAtStart``, and hands every value to the profile's ``ProfileDecoder`` under its
 /// *channel* — the characteristic's index in ``characteristics``. BlueZ, the agent, the spool and MQTT never see a
-/// profile's UUIDs. The E4 (``E4DeviceProfile``) is the first profile; the standard Heart Rate Service (SPEC §16)
-/// is meant to be the second, as another conforming type registered in ``EmpaticaAPI/Options/profiles``.
+/// profile's UUIDs. The E4 (``E4DeviceProfile``) is the first profile; the standard Heart Rate Service
+/// (``HRSDeviceProfile``, SPEC §16) the second, each registered in ``EmpaticaAPI/Options/profiles``.
 ///
 /// Profiles are plain values, described once; only their decoders hold state.
 public protocol DeviceProfile: Sendable {
@@ -30,4 +30,12 @@ public protocol DeviceProfile: Sendable {
     func sessionStart(unixTime: Double) -> [ProfileWrite]
     /// Fresh decoding state for one device: its decoders, stream clocks and beat detection.
     func makeDecoder() -> any ProfileDecoder
+    /// Whether the API key's device list must name the device's serial before it may be connected (the EmpaLink
+    /// SDK's rule for Empatica devices). A profile for third-party devices answers `false`: for those an
+    /// authenticated key and the agent's whitelist are enough.
+    var requiresKeyGrant: Bool { get }
+}
+
+extension DeviceProfile {
+    public var requiresKeyGrant: Bool { true }
 }

@@ -17,4 +17,10 @@ public protocol ProfileDecoder: AnyObject {
     var statistics: DecoderStatistics { get }
     /// Timestamp re-anchors (SPEC §8) over every stream.
     var reanchors: UInt64 { get }
+    /// What the device said about itself in the values read at session start (empty for a profile that reads none).
+    var deviceInformation: DeviceInformation { get }
+}
+
+extension ProfileDecoder {
+    public var deviceInformation: DeviceInformation { DeviceInformation() }
 }
