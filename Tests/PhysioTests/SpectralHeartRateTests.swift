@@ -52,6 +52,36 @@ import TestSupport
         #expect(hits == 0)
     }
 
+    /// The estimator alone (no beats to seed it) on the simulator's pulse (Sources/Simulator/PhysiologyModel.swift:
+    /// a systolic Gaussian of 0.05 s, a diastolic wave, a run-off to a sharp foot) at a steady `bpm`, wrist still.
+    func estimates(bpm: Double, seconds: Int) -> [Double] {
+        var estimator = SpectralHeartRate()
+        var values: [Double] = []
+        let interval = 60 / bpm
+        for index in 0..<(seconds * 64) {
+            let t = Double(index) / 64
+            let tau = t.truncatingRemainder(dividingBy: interval)
+            let systolic = exp(-((tau - 0.14) / 0.05) * ((tau - 0.14) / 0.05))
+            let diastolic = 0.4 * exp(-((tau - 0.36) / 0.07) * ((tau - 0.36) / 0.07))
+            let rise = min(max(tau / 0.12, 0), 1)
+            let runoff = 0.35 * rise * rise * min(max(1 - tau / interval, 0), 1)
+            estimator.appendBVP(80 * (systolic + diastolic + runoff + 0.15 * sin(2 * .pi * 0.2 * t)))
+            if index % 2 == 0 { estimator.appendACC(x: 8, y: -4, z: 62) }
+            if index % 64 == 63, let value = estimator.estimate() { values.append(value.beatsPerMinute) }
+        }
+        return values
+    }
+
+    @Test func startsOnTheFundamentalOfAPulseWithStrongHarmonics() {
+        // A sharp systolic wave puts more power in the 2nd and 3rd harmonics, after the first difference, than in the
+        // fundamental. Issue #18: at start-up the agent published 202 bpm against a true 67 (the 3rd harmonic).
+        for bpm in [55.0, 67, 75, 150] {
+            let values = self.estimates(bpm: bpm, seconds: 40)
+            #expect(values.count >= 20, "\(bpm) bpm: \(values)")
+            #expect(values.allSatisfy { abs($0 - bpm) < 3 }, "\(bpm) bpm: \(values)")
+        }
+    }
+
     @Test func followsAStepChangeInHeartRate() {
         // 85 → 120 bpm at 40 s while walking: the track must reach the new rate.
         let signal = MotionSignal(heartRate: { $0 < 40 ? 85 : 120 }, cadence: 1.6, swingG: 0.4, artefactRatio: 1.0)
