@@ -24,6 +24,11 @@ extension DevicePublisher: DecodedStreamSink {
         if self.host.flushEveryNotification { self.flush(kind) }
     }
 
+    /// The `bvp` stream: artefact-reduced unless `publish.bvp = "raw"`.
+    func bvp(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double, fs: Double) {
+        self.samples(.bvp, self.host.publishesRawBVP ? raw : filtered, t0: t0, fs: fs)
+    }
+
     func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
                       t0: Double, fs: Double) {
         guard self.enabled(.acc) else { return }

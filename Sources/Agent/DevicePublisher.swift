@@ -113,6 +113,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         self.samples(stream, values, t0: t0, fs: fs)
     }
 
+    func didReceiveBVPSamples(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double,
+                              fs: Double, from device: EmpaticaDeviceManager) {
+        self.bvp(raw: raw, filtered: filtered, t0: t0, fs: fs)
+    }
+
     func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,
                                        z: UnsafeBufferPointer<Int8>, t0: Double, fs: Double,
                                        from device: EmpaticaDeviceManager) {

@@ -4,6 +4,10 @@ import Physio
 /// `empalinkctl decode` replaying a capture. Generic, so the live path has no existential boxing.
 public protocol DecodedStreamSink {
     func samples(_ stream: SampledStream, _ values: UnsafeBufferPointer<Float>, t0: Double, fs: Double)
+    /// One packet's BVP, decoded (`raw`) and with the movement artefact the accelerometer explains subtracted
+    /// (`filtered`, ``MotionArtefactFilter``), sample for sample; by default the filtered samples go to
+    /// ``samples(_:_:t0:fs:)`` (SPEC §19: the published BVP is filtered).
+    func bvp(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double, fs: Double)
     func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
                       t0: Double, fs: Double)
     func ibi(_ seconds: Float, at time: Double)
@@ -23,6 +27,10 @@ extension DecodedStreamSink {
 }
 
 extension DecodedStreamSink {
+    public func bvp(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double, fs: Double) {
+        self.samples(.bvp, filtered, t0: t0, fs: fs)
+    }
+
     public func heartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, at time: Double) {
         self.heartRate(bpm, at: time)
     }

@@ -27,6 +27,9 @@ public protocol EmpaticaDeviceDelegate: AnyObject {
     /// A notification's samples of a sampled stream (BVP, GSR, temperature): sample `i` at `t0 + i / fs`.
     func didReceiveSamples(_ stream: SampledStream, values: UnsafeBufferPointer<Float>, t0: Double, fs: Double,
                            from device: EmpaticaDeviceManager)
+    /// A notification's BVP, decoded (`raw`) and artefact-reduced (`filtered`), sample for sample, at `t0 + i / fs`.
+    func didReceiveBVPSamples(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double,
+                              fs: Double, from device: EmpaticaDeviceManager)
     /// A notification's accelerometer samples (1/64 g): sample `i` at `t0 + i / fs`.
     func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,
                                        z: UnsafeBufferPointer<Int8>, t0: Double, fs: Double,
@@ -66,6 +69,14 @@ extension EmpaticaDeviceDelegate {
             case .temp: self.didReceiveTemperature(value, timestamp: timestamp, from: device)
             }
         }
+    }
+
+    /// One packet's BVP, decoded and artefact-reduced; by default the filtered samples go to
+    /// ``didReceiveSamples(_:values:t0:fs:from:)`` and so to ``didReceiveBVP(_:timestamp:from:)``, "filtered to
+    /// remove movement artifacts" (SPEC §19).
+    public func didReceiveBVPSamples(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>,
+                                     t0: Double, fs: Double, from device: EmpaticaDeviceManager) {
+        self.didReceiveSamples(.bvp, values: filtered, t0: t0, fs: fs, from: device)
     }
 
     public func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,

@@ -233,6 +233,10 @@ struct DelegateSink: DecodedStreamSink {
         self.device.delegate?.didReceiveSamples(stream, values: values, t0: t0, fs: fs, from: self.device)
     }
 
+    func bvp(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double, fs: Double) {
+        self.device.delegate?.didReceiveBVPSamples(raw: raw, filtered: filtered, t0: t0, fs: fs, from: self.device)
+    }
+
     func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
                       t0: Double, fs: Double) {
         self.device.delegate?.didReceiveAccelerationSamples(x: x, y: y, z: z, t0: t0, fs: fs, from: self.device)

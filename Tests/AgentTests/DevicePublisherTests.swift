@@ -9,6 +9,7 @@ import Testing
 final class TestHost: DevicePublisherHost {
     var enabledStreams = Set(StreamKind.allCases)
     var flushEveryNotification = true
+    var publishesRawBVP = false
     var armed = 0
     func armFlush() { self.armed += 1 }
     func batteryChanged(_ device: EmpaticaDeviceManager) {}
@@ -65,6 +66,23 @@ final class RecordingSink: MessageSink {
         ])
         #expect(self.payloads("gsr") == [#"{"sid":"SID","seq":0,"t":1795961731.25,"fs":4,"v":[0.1235,2]}"#])
         #expect(self.payloads("temp") == [#"{"sid":"SID","seq":0,"t":1795961731,"fs":4,"v":[36.13]}"#])
+    }
+
+    @Test func bvpIsTheFilteredSignalUnlessRawIsConfigured() {
+        let raw: [Float] = [10, 20]
+        let filtered: [Float] = [9.5, 19.25]
+        let both = { (publisher: DevicePublisher, t0: Double) in
+            raw.withUnsafeBufferPointer { r in
+                filtered.withUnsafeBufferPointer { publisher.bvp(raw: r, filtered: $0, t0: t0, fs: 64) }
+            }
+        }
+        both(self.publisher, 100)
+        self.host.publishesRawBVP = true
+        both(self.publisher, 100.5)
+        #expect(self.payloads("bvp") == [
+            #"{"sid":"SID","seq":0,"t":100,"fs":64,"v":[9.5,19.25]}"#,
+            #"{"sid":"SID","seq":1,"t":100.5,"fs":64,"v":[10,20]}"#,
+        ])
     }
 
     @Test func acceleration() {

@@ -350,9 +350,11 @@ class Rig:
         return self.tmp / "control.sock"
 
     def config_text(self, whitelist, batch_ms=200, background_batch_ms=1000, metrics_interval_s=1,
-                    mqtt_commands=True, extra="", straps=()):
+                    mqtt_commands=True, extra="", straps=(), bvp="raw"):
         """A complete agent configuration; `whitelist` is a list of E4 device indexes (1-based), `straps` one of
-        heart-rate strap entries: device indexes, or (index, id) to publish under that id."""
+        heart-rate strap entries: device indexes, or (index, id) to publish under that id. `bvp`: `publish.bvp`,
+        "raw" so that published samples can be compared with the simulator's truth; None leaves the default
+        (filtered)."""
         bands = "".join(f'\n[[wristband]]\nserial = "{serial(k)}"\nlabel = "bed {k}"\n' for k in whitelist)
         for strap in straps:
             k, topic_id = strap if isinstance(strap, tuple) else (strap, None)
@@ -382,6 +384,7 @@ topic_prefix = "{PREFIX}"
 
 [publish]
 batch_ms = {batch_ms}
+{f'bvp = "{bvp}"' if bvp else ""}
 background_batch_ms = {background_batch_ms}
 metrics_interval_s = {metrics_interval_s}
 

@@ -27,7 +27,7 @@ def run():
     """The recorded run: messages, notify datagrams, retained snapshots, shutdown timing, truth."""
     record = {}
     with Rig(devices=3, notify=True) as rig:
-        rig.start_agent(rig.config_text(list(WHITELISTED)), watchdog_usec=1_000_000)
+        rig.start_agent(rig.config_text(list(WHITELISTED), bvp=None), watchdog_usec=1_000_000)
         record["started"] = time.monotonic()
         record["connected"] = {k: bool(rig.wait_connected(k, 20)) for k in WHITELISTED}
         for k in WHITELISTED:
@@ -185,8 +185,11 @@ def test_samples_equal_the_simulators_truth(run, stream):
             else:
                 column = TRUTH[stream][1]
                 expected = float(row[column])
-                # Published with DECIMALS digits: within half a unit of the last digit (plus float noise).
-                tolerance = 0.5 * 10 ** -DECIMALS[stream] + 1e-6
+                # Published with DECIMALS digits: within half a unit of the last digit (plus float noise). BVP is
+                # published filtered by default (publish.bvp, SPEC §19): with the wrists at rest, as here, the
+                # artefact filter's weights stay near zero and it is the decoded BVP within a fraction of a count
+                # (measured: median 0.02, largest 0.3 of a 94-count pulse); the rig's other tests use "raw".
+                tolerance = 0.5 * 10 ** -DECIMALS[stream] + 1e-6 if stream != "bvp" else 1.0
                 assert abs(value - expected) <= tolerance, f"{where}: {value} vs truth {expected}"
 
 
