@@ -7,10 +7,10 @@
 /// normalised and averaged with the previous ones (weight 0.35 for the newest). When the wrist moves (ACC level
 /// over the window > 0.04 g) the accelerometer's spectral peaks and their second harmonics mark the BVP bins within
 /// ±4 bpm of them as motion. Candidates are the BVP's local maxima; a local maximum with a non-motion peak at a half
-/// or a third of its rate holding at least `0.5 / k²` of its power stands for that peak, its fundamental
+/// or a third of its rate holding at least `1 / k²` of its power stands for that peak, its fundamental
 /// (``fundamental(of:)``). A candidate's *concentration* is the share of the band's non-motion power within ±12 bpm
-/// of it and of its second and third harmonics (the Hann main lobe of an 8 s window is ±15 bpm); a harmonic is not
-/// counted when the lobe below it holds less than 0.4 of it (the candidate is then a sub-harmonic).
+/// of it and of its second harmonic (the Hann main lobe of an 8 s window is ±15 bpm), counted without the harmonic
+/// when its own lobe holds less than 0.4 of the harmonic's (a sub-harmonic).
 ///
 /// - Acquiring (start, reset, track lost): the best non-motion candidate must stay within ±5 bpm from second to
 ///   second for 4 s with concentration ≥ 0.55 throughout, or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
@@ -440,26 +440,15 @@ public struct SpectralHeartRate: Sendable {
         // a pulse's second harmonic, even weighted up by the difference, carries at most about as much as its
         // fundamental.
         if lobe < 0.4 * upper { return lobe / clean }
-        // The third harmonic, where it lies in the band (pulses up to 70 bpm), by the same rule against the second:
-        // a sharp systolic upstroke, weighted up 9 × by the difference, can put more power there than in the
-        // fundamental, and uncounted it made the harmonic the best candidate.
-        let third = 3 * (Self.lowestBPM + bin) - Self.lowestBPM
-        var highest = 0.0
-        if third - 12 < bins {
-            for b in max(0, third - 12)...min(bins - 1, third + 12) where !self.motionMask[b] {
-                highest += self.bvpPower[b]
-            }
-        }
-        if upper < 0.4 * highest { return (lobe + upper) / clean }
-        return min((lobe + upper + highest) / clean, 1)
+        return (lobe + upper) / clean
     }
 
     /// The fundamental `bin` is a harmonic of, or `bin` itself: a non-motion local maximum within ±2 bpm of a half or
-    /// a third of its rate holding at least `0.5 / k²` of its power (±4 bpm each). A pulse's k-th harmonic differenced
-    /// has k² times the power of its raw amplitude, and a PPG's harmonics do not outgrow its fundamental (0.5 leaves
-    /// room for a fundamental down to 0.7 of the harmonic's amplitude); a noise peak that happens to sit there must
-    /// be that large too. Repeated, so the 4th harmonic goes through the 2nd.
-    func fundamental(of bin: Int) -> Int {
+    /// a third of its rate holding at least `1 / k²` of its power (±4 bpm each). After the first difference a pulse's
+    /// k-th harmonic has k² times the power its amplitude alone would give, and a PPG's harmonics do not outgrow its
+    /// fundamental, so the fundamental holds at least `1 / k²` of it; a noise peak that happens to sit there must be
+    /// that large too. Repeated, so the 4th harmonic goes through the 2nd.
+    private func fundamental(of bin: Int) -> Int {
         var current = bin
         for _ in 0..<2 {
             let own = self.narrowPower(at: current)
@@ -474,11 +463,12 @@ public struct SpectralHeartRate: Sendable {
                 var peak: Int?
                 for b in low...high where !self.motionMask[b] && self.bvpPower[b] >= self.bvpPower[b - 1]
                     && self.bvpPower[b] > self.bvpPower[b + 1] {
-                    if peak.map({ self.bvpPower[b] > self.bvpPower[$0] }) ?? true { peak = b }
+                    if let previous = peak, self.bvpPower[b] <= self.bvpPower[previous] { continue }
+                    peak = b
                 }
                 guard let peak else { continue }
                 let share = self.narrowPower(at: peak) / own
-                if share >= 0.5 / Double(k * k), share > (best?.share ?? 0) { best = (peak, share) }
+                if share >= 1 / Double(k * k), share > (best?.share ?? 0) { best = (peak, share) }
             }
             guard let best else { return current }
             current = best.bin
