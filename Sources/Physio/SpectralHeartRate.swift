@@ -308,7 +308,10 @@ public struct SpectralHeartRate: Sendable {
             }
             var index = peakCount - 1
             while index > 0 && self.bvpPower[self.peakBins[index - 1]] < self.bvpPower[self.peakBins[index]] {
-                self.peakBins.swapAt(index, index - 1)
+                // By hand: the generic `swapAt`, unspecialised in a debug build, allocates its accessor's frame.
+                let bin = self.peakBins[index]
+                self.peakBins[index] = self.peakBins[index - 1]
+                self.peakBins[index - 1] = bin
                 index -= 1
             }
         }
