@@ -66,6 +66,9 @@ public final class AgentRuntime {
     /// Whether each notification is published at once (batch interval 0).
     var flushEveryNotification: Bool { self.batchMilliseconds == 0 }
 
+    /// `publish.bvp = "raw"`: the decoded BVP instead of the artefact-reduced one.
+    var publishesRawBVP: Bool { self.configuration.publish.bvp == .raw }
+
     var batchMilliseconds: Int {
         self.mode == .active ? self.configuration.publish.batchMilliseconds
             : self.configuration.publish.backgroundBatchMilliseconds

@@ -1,3 +1,5 @@
+import Physio
+
 /// Samples of one sampled stream (BVP, GSR, temperature) waiting to be published: contiguous samples from `t0`
 /// at `fs`. Storage is allocated once.
 final class SampleBatch {
@@ -54,29 +56,35 @@ final class AccelerationBatch {
     }
 }
 
-/// Timestamped events (IBI, heart rate, battery, tags) waiting to be published.
+/// Timestamped events (IBI, heart rate, battery, tags) waiting to be published. Heart rate also keeps each value's
+/// confidence, and one source for the whole batch: a value from another source starts a new message.
 final class EventBatch {
     let times: UnsafeMutableBufferPointer<Double>
     let values: UnsafeMutableBufferPointer<Float>
+    let confidences: UnsafeMutableBufferPointer<Float>
+    var source = HeartRateSource.beats
     var count = 0
     var seq: Int64 = 0
 
     init(capacity: Int) {
         self.times = .allocate(capacity: capacity)
         self.values = .allocate(capacity: capacity)
+        self.confidences = .allocate(capacity: capacity)
     }
 
     deinit {
         self.times.deallocate()
         self.values.deallocate()
+        self.confidences.deallocate()
     }
 
     var isFull: Bool { self.count == self.times.count }
 
-    func append(_ value: Float, at time: Double) {
+    func append(_ value: Float, confidence: Float = 1, at time: Double) {
         guard !self.isFull else { return }
         self.times[self.count] = time
         self.values[self.count] = value
+        self.confidences[self.count] = confidence
         self.count += 1
     }
 }

@@ -1,3 +1,4 @@
+import Physio
 import EmpaLink
 
 /// The batching half of the delegate: decoded data of one notification into the stream's batch, flushed at once
@@ -23,6 +24,11 @@ extension DevicePublisher: DecodedStreamSink {
         if self.host.flushEveryNotification { self.flush(kind) }
     }
 
+    /// The `bvp` stream: artefact-reduced unless `publish.bvp = "raw"`.
+    func bvp(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double, fs: Double) {
+        self.samples(.bvp, self.host.publishesRawBVP ? raw : filtered, t0: t0, fs: fs)
+    }
+
     func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
                       t0: Double, fs: Double) {
         guard self.enabled(.acc) else { return }
@@ -45,7 +51,16 @@ extension DevicePublisher: DecodedStreamSink {
     }
 
     func heartRate(_ bpm: Float, at time: Double) {
-        self.event(.hr, self.hr, bpm, at: time)
+        self.heartRate(bpm, confidence: 1, source: .beats, at: time)
+    }
+
+    /// A heart rate from another source than the pending batch's is published in a message of its own, so every
+    /// `hr` message names one `source` (SPEC §10).
+    func heartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, at time: Double) {
+        guard self.enabled(.hr) else { return }
+        if self.hr.count > 0 && self.hr.source != source { self.flush(.hr) }
+        self.hr.source = source
+        self.event(.hr, self.hr, bpm, confidence: min(max(confidence, 0), 1), at: time)
     }
 
     func battery(_ level: Float, at time: Double) {
@@ -60,11 +75,11 @@ extension DevicePublisher: DecodedStreamSink {
         self.event(.contact, self.contact, detected ? 1 : 0, at: time)
     }
 
-    func event(_ kind: StreamKind, _ batch: EventBatch, _ value: Float, at time: Double) {
+    func event(_ kind: StreamKind, _ batch: EventBatch, _ value: Float, confidence: Float = 1, at time: Double) {
         guard self.enabled(kind) else { return }
         self.host.armFlush()
         if batch.isFull { self.flush(kind) }
-        batch.append(value, at: time)
+        batch.append(value, confidence: confidence, at: time)
         if self.host.flushEveryNotification { self.flush(kind) }
     }
 }

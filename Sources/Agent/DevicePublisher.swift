@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import EmpaLink
+import Physio
 import Spool
 
 /// Turns one wristband's data into MQTT messages (SPEC §10): per-stream batches in preallocated storage,
@@ -112,6 +113,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
         self.samples(stream, values, t0: t0, fs: fs)
     }
 
+    func didReceiveBVPSamples(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double,
+                              fs: Double, from device: EmpaticaDeviceManager) {
+        self.bvp(raw: raw, filtered: filtered, t0: t0, fs: fs)
+    }
+
     func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,
                                        z: UnsafeBufferPointer<Int8>, t0: Double, fs: Double,
                                        from device: EmpaticaDeviceManager) {
@@ -124,6 +130,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
 
     func didReceiveHeartRate(_ bpm: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
         self.heartRate(bpm, at: timestamp)
+    }
+
+    func didReceiveHeartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, timestamp: Double,
+                             from device: EmpaticaDeviceManager) {
+        self.heartRate(bpm, confidence: confidence, source: source, at: timestamp)
     }
 
     func didReceiveBatteryLevel(_ level: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
@@ -221,6 +232,11 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
             let batch = self.eventBatch(kind)
             guard batch.count > 0 else { return false }
             json.append(integer: batch.seq)
+            if kind == .hr {
+                json.append(",\"source\":\"")
+                json.append(batch.source.wireName)
+                json.append(UInt8(ascii: "\""))
+            }
             json.append(",\"v\":[")
             for index in 0..<batch.count {
                 if index > 0 { json.append(UInt8(ascii: ",")) }
@@ -232,6 +248,14 @@ final class DevicePublisher: EmpaticaDeviceDelegate {
                     json.append(UInt8(ascii: ","))
                     json.append(Double(batch.values[index]), decimals: kind.decimals)
                     json.append(UInt8(ascii: "]"))
+                }
+            }
+            if kind == .hr {
+                // Parallel to `v`, so readers of `[[t,bpm],…]` pairs are unaffected.
+                json.append("],\"confidence\":[")
+                for index in 0..<batch.count {
+                    if index > 0 { json.append(UInt8(ascii: ",")) }
+                    json.append(Double(batch.confidences[index]), decimals: 2)
                 }
             }
             batch.seq += 1

@@ -9,6 +9,8 @@ protocol DevicePublisherHost: AnyObject {
     var enabledStreams: Set<StreamKind> { get }
     /// Whether each notification is published at once (batch interval 0).
     var flushEveryNotification: Bool { get }
+    /// Whether the `bvp` stream carries the decoded BVP instead of the artefact-reduced one (`publish.bvp`).
+    var publishesRawBVP: Bool { get }
     /// A batch received data: make sure the batch timer runs.
     func armFlush()
     /// A battery reading arrived: the wristband's retained status may say something new.
@@ -21,6 +23,7 @@ protocol DevicePublisherHost: AnyObject {
 
 extension DevicePublisherHost {
     func deviceInformationChanged(_ device: EmpaticaDeviceManager) {}
+    var publishesRawBVP: Bool { false }
 }
 
 /// Where a ``DevicePublisher`` hands its formatted messages: the ``Outbox``.

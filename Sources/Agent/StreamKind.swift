@@ -1,3 +1,5 @@
+import Physio
+
 /// The MQTT data streams of a wristband (SPEC §10, §16), with their topic suffix. A heart-rate sensor publishes
 /// `hr`, `ibi`, `battery` and `contact`; an E4 all but `contact`.
 public enum StreamKind: String, CaseIterable, Sendable {
@@ -13,6 +15,17 @@ public enum StreamKind: String, CaseIterable, Sendable {
         case .hr: return 1
         case .battery: return 2
         case .acc, .tag, .contact: return 0
+        }
+    }
+}
+
+extension HeartRateSource {
+    /// The `source` of an `hr` message (SPEC §10): `beats`, `spectral`, `device`.
+    var wireName: StaticString {
+        switch self {
+        case .beats: "beats"
+        case .spectral: "spectral"
+        case .device: "device"
         }
     }
 }

@@ -50,6 +50,7 @@ extension AgentConfiguration {
                 insecure: table.bool("mqtt.tls.insecure")))
         self.publish = Publish(
             streams: table.strings("publish.streams"),
+            bvp: BVPSignal(rawValue: table.string("publish.bvp")) ?? .filtered,
             batchMilliseconds: table.int("publish.batch_ms"),
             backgroundBatchMilliseconds: table.int("publish.background_batch_ms"),
             metricsIntervalSeconds: table.int("publish.metrics_interval_s"))

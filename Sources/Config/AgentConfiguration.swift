@@ -9,6 +9,8 @@ public struct AgentConfiguration: Sendable, Equatable {
         case v311 = "3.1.1"
     }
     public enum SpoolMode: String, Sendable, CaseIterable { case offline, always }
+    /// Which BVP the `bvp` stream carries (`publish.bvp`): the motion-artefact-reduced signal, or the decoded one.
+    public enum BVPSignal: String, Sendable, CaseIterable { case filtered, raw }
     public enum SpoolFullPolicy: String, Sendable, CaseIterable {
         case dropOldest = "drop_oldest"
         case dropNewest = "drop_newest"
@@ -85,6 +87,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     public struct Publish: Sendable, Equatable {
         /// Stream names from ``ConfigSchema/streams``, in the order given.
         public var streams: [String]
+        /// `publish.bvp`.
+        public var bvp: BVPSignal
         public var batchMilliseconds: Int
         public var backgroundBatchMilliseconds: Int
         public var metricsIntervalSeconds: Int

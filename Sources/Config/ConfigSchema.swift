@@ -112,6 +112,11 @@ public enum ConfigSchema {
                       TOMLValue(.string($0), at: SourcePosition(line: 0, column: 0))
                   })),
                   "Streams published per device (`contact`: heart-rate sensors only)."),
+        ConfigKey("publish.bvp", .oneOf(["filtered", "raw"]), default: .value(.string("filtered")),
+                  "What the `bvp` stream carries: `filtered`, the BVP with the movement artefact the accelerometer "
+                      + "explains subtracted (causal, the same sample times; at rest it is the decoded BVP); `raw`, "
+                      + "the decoded BVP as the wristband sent it. IBI and heart rate are computed the same either "
+                      + "way."),
         ConfigKey("publish.batch_ms", .integer(0...60_000), default: .value(.integer(250)),
                   "In active mode, milliseconds of samples per message (0: one message per notification). "
                       + "Above 0 the notification sockets are read once per batch, not per notification."),

@@ -11,19 +11,26 @@ public struct DataMessage: Equatable, Sendable {
     public var samples: [Double]
     /// Event streams: `(t, value)`; `tag` has value 0.
     public var events: [Event]
+    /// `hr`: where the message's values came from — `beats`, `spectral`, `device` (a strap's own bpm) or whatever
+    /// token a newer agent sends; `beats` for an agent from before `source` was published. `nil` for other streams.
+    public var source: String?
 
     public struct Event: Equatable, Sendable {
         public var time: Double
         public var value: Double
-        public init(time: Double, value: Double) {
+        /// `hr`: how far the value can be trusted, 0…1 (1 for an agent from before `confidence` was published).
+        public var confidence: Double?
+        public init(time: Double, value: Double, confidence: Double? = nil) {
             self.time = time
             self.value = value
+            self.confidence = confidence
         }
     }
 
     public init(stream: ConsumerStream, sid: String, seq: Int, start: Double = 0, rate: Double = 0,
-                samples: [Double] = [], events: [Event] = []) {
+                samples: [Double] = [], events: [Event] = [], source: String? = nil) {
         self.stream = stream
+        self.source = source
         self.sid = sid
         self.seq = seq
         self.start = start
@@ -42,7 +49,8 @@ public struct DataMessage: Equatable, Sendable {
     ///
     /// - Throws: ``PayloadError`` for anything that does not fit the contract: a missing or mistyped field, an
     ///   empty `v`, a rate other than the stream's, an `acc` sample that is not three integers in -128…127, times
-    ///   before 2001 (a board whose clock is unset still reports 1970-based times, which no export can place).
+    ///   before 2001 (a board whose clock is unset still reports 1970-based times, which no export can place);
+    ///   an `hr` `source` that is not a token, or a `confidence` list that is not one number in 0…1 per value.
     public static func decode(_ json: PayloadJSON, stream: ConsumerStream) throws(PayloadError) -> DataMessage {
         guard let sid = json["sid"]?.string, ConsumerTopic.isToken(sid, maximumLength: 64) else { throw PayloadError("missing or invalid sid") }
         guard let seq = json["seq"]?.count else { throw PayloadError("missing or invalid seq") }
@@ -71,6 +79,23 @@ public struct DataMessage: Equatable, Sendable {
                 }
             }
         } else {
+            var confidences: [PayloadJSON]?
+            if stream == .hr {
+                if let source = json["source"] {
+                    guard let name = source.string, ConsumerTopic.isToken(name, maximumLength: 32) else {
+                        throw PayloadError("hr source is not a token")
+                    }
+                    message.source = name
+                } else {
+                    message.source = "beats"
+                }
+                if let list = json["confidence"] {
+                    guard let values = list.array, values.count == items.count else {
+                        throw PayloadError("hr confidence is not one number per value")
+                    }
+                    confidences = values
+                }
+            }
             message.events.reserveCapacity(items.count)
             for item in items {
                 if stream == .tag {
@@ -80,7 +105,17 @@ public struct DataMessage: Equatable, Sendable {
                     guard let pair = item.array, pair.count == 2, let time = pair[0].number, time > 1e9,
                           let value = pair[1].number
                     else { throw PayloadError("\(stream.rawValue) item is not [t, value]") }
-                    message.events.append(Event(time: time, value: value))
+                    var event = Event(time: time, value: value)
+                    if stream == .hr {
+                        event.confidence = 1
+                        if let confidences {
+                            guard let confidence = confidences[message.events.count].number,
+                                  (0...1).contains(confidence)
+                            else { throw PayloadError("hr confidence is not a number in 0...1") }
+                            event.confidence = confidence
+                        }
+                    }
+                    message.events.append(event)
                 }
             }
         }

@@ -9,6 +9,8 @@ public struct WatchBoard: Sendable {
         public var rssi: Int?
         public var battery: Double?
         public var heartRate: Double?
+        /// Where the heart rate came from (`hr` `source`): `beats`, `spectral`, `device`.
+        public var heartRateSource: String?
         public var lastIBI: Double?
         /// A heart-rate sensor's skin contact, as last reported.
         public var contact: Bool?
@@ -76,7 +78,9 @@ public struct WatchBoard: Sendable {
             row.lastSeen = now
             if row.board.isEmpty { row.board = board }
             switch message.stream {
-            case .hr: row.heartRate = message.events.last?.value
+            case .hr:
+                row.heartRate = message.events.last?.value
+                row.heartRateSource = message.source
             case .ibi: row.lastIBI = message.events.last?.value
             case .gsr: row.eda = message.samples.last
             case .temp: row.temperature = message.samples.last
@@ -120,7 +124,11 @@ public struct WatchBoard: Sendable {
                 E4Directory.id(of: row.device), row.board.isEmpty ? "-" : row.board, row.status,
                 row.rssi.map { "\($0)" } ?? "-",
                 row.battery.map { DecimalText.fixed($0 * 100, 0) + "%" } ?? "-",
-                row.heartRate.map { DecimalText.fixed($0, 1) } ?? "-",
+                row.heartRate.map { bpm in
+                    // Beat-derived values bare, as before; any other source named after the value, in one cell: `96.2(spectral)`.
+                    let source = row.heartRateSource.map { $0 == "beats" ? "" : "(" + $0 + ")" } ?? ""
+                    return DecimalText.fixed(bpm, 1) + source
+                } ?? "-",
                 row.lastIBI.map { DecimalText.fixed($0, 3) + "s" } ?? "-",
                 row.eda.map { DecimalText.fixed($0, 3) } ?? "-",
                 row.temperature.map { DecimalText.fixed($0, 2) } ?? "-",

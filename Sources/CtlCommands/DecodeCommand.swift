@@ -88,6 +88,11 @@ struct JSONLinesSink: DecodedStreamSink {
                       + values.map { "\($0)" }.joined(separator: ",") + "]}")
     }
 
+    /// A capture's decode shows what the wristband sent: the raw BVP.
+    func bvp(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double, fs: Double) {
+        self.samples(.bvp, raw, t0: t0, fs: fs)
+    }
+
     func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
                       t0: Double, fs: Double) {
         let triples = (0..<min(x.count, y.count, z.count)).map { "[\(x[$0]),\(y[$0]),\(z[$0])]" }

@@ -10,12 +10,16 @@ public enum IBICommand: CtlCommand {
     public static let summary = "compute inter-beat intervals offline from an E4 export (BVP.csv, ACC.csv)"
     public static let usage = """
         empalinkctl ibi --bvp BVP.csv [--acc ACC.csv] [--out IBI.csv] [--beats BEATS.csv] [--hr HR.csv]
+                        [--hr-detail HRDETAIL.csv] [--filtered BVP.csv]
           --bvp FILE    E4 export of BVP (64 Hz): line 1 start unix time, line 2 rate, then samples
           --acc FILE    E4 export of ACC (32 Hz, 3 columns, 1/64 g): gates beats in motion
           --out FILE    IBI in the E4 layout ('<start>, IBI' then '<s since start>,<ibi s>'); default stdout
           --beats FILE  every detected beat: 't,ibi,reason,shape' (ibi empty and the reason when withheld;
                         shape = correlation with the template of recent pulses)
           --hr FILE     heart rate at 1 Hz in the E4 HR.csv layout (start, rate, then bpm; 0 = none)
+          --hr-detail FILE  every published heart rate: 't,bpm,confidence,source' (source beats|spectral)
+          --filtered FILE   the artefact-reduced BVP (accelerometer-referenced, as published live) in the
+                        E4 BVP.csv layout
         """
 
     /// Parsed options.
@@ -25,6 +29,8 @@ public enum IBICommand: CtlCommand {
         var out: String?
         var beats: String?
         var hr: String?
+        var hrDetail: String?
+        var filtered: String?
     }
 
     public static func run(arguments: [String]) -> Int32 {
@@ -54,6 +60,8 @@ public enum IBICommand: CtlCommand {
             (options.out, Self.formatIBI(result, start: bvp.start)),
             (options.beats, Self.formatBeats(result, start: bvp.start)),
             (options.hr, Self.formatHeartRate(result, start: bvp.start)),
+            (options.hrDetail, Self.formatHeartRateDetail(result, start: bvp.start)),
+            (options.filtered, Self.formatFiltered(result, start: bvp.start, rate: bvp.rate)),
         ]
         for case let (path?, text) in files {
             do throws(Errno) {
@@ -80,7 +88,7 @@ public enum IBICommand: CtlCommand {
         var index = 0
         while index < arguments.count {
             let flag = arguments[index]
-            guard ["--bvp", "--acc", "--out", "--beats", "--hr"].contains(flag) else {
+            guard ["--bvp", "--acc", "--out", "--beats", "--hr", "--hr-detail", "--filtered"].contains(flag) else {
                 return .failure(UsageError(text: "unknown option '\(flag)'"))
             }
             guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else {
@@ -92,6 +100,8 @@ public enum IBICommand: CtlCommand {
             case "--acc": options.acc = value
             case "--out": options.out = value
             case "--beats": options.beats = value
+            case "--hr-detail": options.hrDetail = value
+            case "--filtered": options.filtered = value
             default: options.hr = value
             }
             index += 2
@@ -105,6 +115,8 @@ public enum IBICommand: CtlCommand {
     struct Run: Sendable {
         var beats: [DetectedBeat] = []
         var heartRates: [HeartRateSample] = []
+        /// The artefact-reduced BVP, one value per input sample (the input where the filter took none).
+        var filtered: [Double] = []
     }
 
     /// Feeds the engine in time order, ACC samples up to each BVP sample's time first, as they arrive live.
@@ -128,6 +140,7 @@ public enum IBICommand: CtlCommand {
             let output = engine.appendBVP(bvp.values[index], at: time)
             if let beat = output.beat { result.beats.append(beat) }
             if let heartRate = output.heartRate { result.heartRates.append(heartRate) }
+            result.filtered.append(output.filteredBVP ?? bvp.values[index])
         }
         return result
     }
@@ -165,6 +178,24 @@ public enum IBICommand: CtlCommand {
             text += "\(DecimalText.fixed(sample.beatsPerMinute, 2))\n"
             second += 1
         }
+        return text
+    }
+
+    /// Every published heart rate with its confidence and source: `t,bpm,confidence,source`, t in seconds since the
+    /// export's start.
+    static func formatHeartRateDetail(_ result: Run, start: Double) -> String {
+        var text = "t,bpm,confidence,source\n"
+        for sample in result.heartRates {
+            text += "\(DecimalText.fixed(sample.time - start, 3)),\(DecimalText.fixed(sample.beatsPerMinute, 2)),"
+                + "\(DecimalText.fixed(sample.confidence, 3)),\(sample.source)\n"
+        }
+        return text
+    }
+
+    /// The artefact-reduced BVP in the E4 `BVP.csv` layout.
+    static func formatFiltered(_ result: Run, start: Double, rate: Double) -> String {
+        var text = "\(DecimalText.fixed(start, 2))\n\(DecimalText.fixed(rate, 6))\n"
+        for value in result.filtered { text += "\(DecimalText.fixed(value, 2))\n" }
         return text
     }
 

@@ -1,3 +1,5 @@
+import Physio
+
 /// Receives a wristband's data and status (the SDK's `EmpaticaDeviceDelegate`), on the event-loop thread.
 ///
 /// Timestamps are seconds since 1970. Every method has a default that does nothing. The batch methods are the
@@ -7,6 +9,10 @@ public protocol EmpaticaDeviceDelegate: AnyObject {
     func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveIBI(_ ibi: Float, timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveHeartRate(_ bpm: Float, timestamp: Double, from device: EmpaticaDeviceManager)
+    /// A heart rate with how far it can be trusted (0…1: 1 from clean beats) and where it came from (beats,
+    /// the BVP spectrum through motion); the default forwards to ``didReceiveHeartRate(_:timestamp:from:)``.
+    func didReceiveHeartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, timestamp: Double,
+                             from device: EmpaticaDeviceManager)
     func didReceiveGSR(_ gsr: Float, timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveBVP(_ bvp: Float, timestamp: Double, from device: EmpaticaDeviceManager)
     func didReceiveTemperature(_ temp: Float, timestamp: Double, from device: EmpaticaDeviceManager)
@@ -21,6 +27,9 @@ public protocol EmpaticaDeviceDelegate: AnyObject {
     /// A notification's samples of a sampled stream (BVP, GSR, temperature): sample `i` at `t0 + i / fs`.
     func didReceiveSamples(_ stream: SampledStream, values: UnsafeBufferPointer<Float>, t0: Double, fs: Double,
                            from device: EmpaticaDeviceManager)
+    /// A notification's BVP, decoded (`raw`) and artefact-reduced (`filtered`), sample for sample, at `t0 + i / fs`.
+    func didReceiveBVPSamples(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double,
+                              fs: Double, from device: EmpaticaDeviceManager)
     /// A notification's accelerometer samples (1/64 g): sample `i` at `t0 + i / fs`.
     func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,
                                        z: UnsafeBufferPointer<Int8>, t0: Double, fs: Double,
@@ -36,6 +45,10 @@ extension EmpaticaDeviceDelegate {
     public func didReceiveTag(at timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveIBI(_ ibi: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveHeartRate(_ bpm: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
+    public func didReceiveHeartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, timestamp: Double,
+                                    from device: EmpaticaDeviceManager) {
+        self.didReceiveHeartRate(bpm, timestamp: timestamp, from: device)
+    }
     public func didReceiveGSR(_ gsr: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveBVP(_ bvp: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
     public func didReceiveTemperature(_ temp: Float, timestamp: Double, from device: EmpaticaDeviceManager) {}
@@ -56,6 +69,14 @@ extension EmpaticaDeviceDelegate {
             case .temp: self.didReceiveTemperature(value, timestamp: timestamp, from: device)
             }
         }
+    }
+
+    /// One packet's BVP, decoded and artefact-reduced; by default the filtered samples go to
+    /// ``didReceiveSamples(_:values:t0:fs:from:)`` and so to ``didReceiveBVP(_:timestamp:from:)``, "filtered to
+    /// remove movement artifacts" (SPEC §19).
+    public func didReceiveBVPSamples(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>,
+                                     t0: Double, fs: Double, from device: EmpaticaDeviceManager) {
+        self.didReceiveSamples(.bvp, values: filtered, t0: t0, fs: fs, from: device)
     }
 
     public func didReceiveAccelerationSamples(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>,

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Bluetooth
 import BlueZ
+import Physio
 import DBus
 import EventLoop
 import Posix
@@ -232,6 +233,10 @@ struct DelegateSink: DecodedStreamSink {
         self.device.delegate?.didReceiveSamples(stream, values: values, t0: t0, fs: fs, from: self.device)
     }
 
+    func bvp(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double, fs: Double) {
+        self.device.delegate?.didReceiveBVPSamples(raw: raw, filtered: filtered, t0: t0, fs: fs, from: self.device)
+    }
+
     func acceleration(x: UnsafeBufferPointer<Int8>, y: UnsafeBufferPointer<Int8>, z: UnsafeBufferPointer<Int8>,
                       t0: Double, fs: Double) {
         self.device.delegate?.didReceiveAccelerationSamples(x: x, y: y, z: z, t0: t0, fs: fs, from: self.device)
@@ -243,6 +248,11 @@ struct DelegateSink: DecodedStreamSink {
 
     func heartRate(_ bpm: Float, at time: Double) {
         self.device.delegate?.didReceiveHeartRate(bpm, timestamp: time, from: self.device)
+    }
+
+    func heartRate(_ bpm: Float, confidence: Float, source: HeartRateSource, at time: Double) {
+        self.device.delegate?.didReceiveHeartRate(bpm, confidence: confidence, source: source, timestamp: time,
+                                                  from: self.device)
     }
 
     func battery(_ level: Float, at time: Double) {

@@ -92,6 +92,10 @@ public struct IBIEngine: Sendable {
 
     var motion: MotionGate
     var heartRate: HeartRateTracker
+    /// Accelerometer-referenced artefact reduction of the BVP (``IBIEngineOutput/filteredBVP``).
+    var artefactFilter: MotionArtefactFilter
+    /// HR from the artefact-reduced BVP's spectrum, published when clean beats are too few.
+    var spectral: SpectralHeartRate
 
     /// - Parameter configuration: sample rates and checks; see ``IBIConfiguration``.
     public init(configuration: IBIConfiguration = IBIConfiguration()) {
@@ -111,6 +115,10 @@ public struct IBIEngine: Sendable {
         self.outbox = BeatOutbox(capacity: 16)
         self.motion = MotionGate(configuration: configuration)
         self.heartRate = HeartRateTracker(window: configuration.heartRateWindow)
+        self.artefactFilter = MotionArtefactFilter(bvpRate: rate, accRate: configuration.accRate,
+                                                   accCountsPerG: configuration.accCountsPerG)
+        self.spectral = SpectralHeartRate(bvpRate: rate, accRate: configuration.accRate,
+                                          accCountsPerG: configuration.accCountsPerG)
     }
 
     /// Forgets everything, as after a reconnect: the next interval comes after a new warm-up.
@@ -133,6 +141,8 @@ public struct IBIEngine: Sendable {
         self.settledAfter = -Double.infinity
         self.motion.reset()
         self.heartRate.reset()
+        self.artefactFilter.reset()
+        self.spectral.reset()
     }
 
     /// The stream was interrupted before the next sample — packets lost, the device restarted its counters — though
@@ -150,6 +160,8 @@ public struct IBIEngine: Sendable {
     ///   - time: seconds since 1970.
     public mutating func appendACC(x: Double, y: Double, z: Double, at time: Double) {
         self.motion.append(x: x, y: y, z: z, at: time)
+        self.artefactFilter.appendACC(x: x, y: y, z: z)
+        self.spectral.appendACC(x: x, y: y, z: z)
     }
 
     /// Adds one BVP sample and returns what it confirmed.
@@ -175,6 +187,7 @@ public struct IBIEngine: Sendable {
                 self.slopes.removeAll()
                 self.restartChain()
                 self.settledAfter = time + self.configuration.settlingAfterGap
+                self.spectral.gap()
             }
         } else {
             self.interrupted = false
@@ -186,11 +199,12 @@ public struct IBIEngine: Sendable {
         let second = time.rounded(.down)
         if second > self.lastSecond {
             self.lastSecond = second
-            if let bpm = self.heartRate.heartRate(at: second) {
-                output.heartRate = HeartRateSample(time: second, beatsPerMinute: bpm)
-            }
+            output.heartRate = self.heartRateTick(at: second)
         }
 
+        let reduced = self.artefactFilter.append(bvp: value)
+        output.filteredBVP = reduced
+        self.spectral.appendBVP(reduced)
         if self.raw.total == 0 {
             self.lowPass.prime(value)
             self.previousFiltered = value
@@ -206,6 +220,19 @@ public struct IBIEngine: Sendable {
         if let beat = self.detect(slope: slope, index: index) { self.enqueue(beat, now: time) }
         output.beat = self.dequeue(now: time)
         return output
+    }
+
+    /// The 1 Hz heart rate: from clean beats where they cover the window (the spectral track follows them), from
+    /// the spectrum otherwise, nothing when neither has a value (``SpectralHeartRate``).
+    mutating func heartRateTick(at second: Double) -> HeartRateSample? {
+        if let bpm = self.heartRate.heartRate(at: second) {
+            self.spectral.seed(beatsPerMinute: bpm)
+            return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
+        }
+        guard let estimate = self.spectral.estimate(),
+              estimate.confidence >= SpectralHeartRate.publishedConfidence else { return nil }
+        return HeartRateSample(time: second, beatsPerMinute: estimate.beatsPerMinute,
+                               confidence: estimate.confidence, source: .spectral)
     }
 
     /// Starts a new beat chain (after a gap or reset) while keeping learned references.

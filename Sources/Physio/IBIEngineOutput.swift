@@ -6,9 +6,14 @@ public struct IBIEngineOutput: Sendable, Equatable {
     /// A heart-rate value when this sample crossed a whole second and enough valid intervals were recent.
     public var heartRate: HeartRateSample?
 
-    public init(beat: DetectedBeat? = nil, heartRate: HeartRateSample? = nil) {
+    /// The sample that produced this output after accelerometer-referenced artefact reduction
+    /// (``MotionArtefactFilter``); `nil` when the sample was not taken (not finite, out of order).
+    public var filteredBVP: Double?
+
+    public init(beat: DetectedBeat? = nil, heartRate: HeartRateSample? = nil, filteredBVP: Double? = nil) {
         self.beat = beat
         self.heartRate = heartRate
+        self.filteredBVP = filteredBVP
     }
 
     /// The emitted inter-beat interval (`didReceiveIBI`, MQTT `ibi`): the beat's time and the interval in seconds.

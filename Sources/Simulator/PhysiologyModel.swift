@@ -19,6 +19,10 @@ struct PhysiologyModel {
     private var motionRandom: SimRandom
     private var edaRandom: SimRandom
     private var tagRandom: SimRandom
+    /// Walking and running episodes have their own generator, so enabling them leaves every other signal as it was.
+    private var walkRandom: SimRandom
+    private var walks: [MotionEpisode] = []
+    private var nextWalkStart: Double
     private var contactRandom: SimRandom
     /// A strap's contact-loss episodes (start, end), and when the next starts.
     private var contactLosses: [(start: Double, end: Double)] = []
@@ -55,11 +59,14 @@ struct PhysiologyModel {
         self.edaRandom = SimRandom(seed: seed, d, 3)
         self.tagRandom = SimRandom(seed: seed, d, 4)
         self.contactRandom = SimRandom(seed: seed, d, 6)
+        self.walkRandom = SimRandom(seed: seed, d, 7)
         var phases = SimRandom(seed: seed, d, 5)
         self.edaPhase = phases.uniform(0...(2 * Double.pi))
         self.temperaturePhase = phases.uniform(0...(2 * Double.pi))
         self.nextEpisodeStart = parameters.motionPerHour > 0
             ? self.motionRandom.exponential(mean: 3600 / parameters.motionPerHour) : .infinity
+        self.nextWalkStart = parameters.walksPerHour > 0
+            ? self.walkRandom.exponential(mean: 3600 / parameters.walksPerHour) : .infinity
         self.nextResponse = parameters.responsesPerMinute > 0
             ? self.edaRandom.exponential(mean: 60 / parameters.responsesPerMinute) : .infinity
         self.nextTag = parameters.tagsPerHour > 0
@@ -77,7 +84,7 @@ struct PhysiologyModel {
     private mutating func generateBeats(through time: Double) {
         while self.nextFoot <= time {
             let t = self.nextFoot
-            let base = 60 / self.parameters.heartRate
+            let base = 60 / (self.parameters.heartRate + self.effortBoost(at: t))
             let hrv = self.parameters.variability
             var interval = base * (1 + hrv * sin(2 * .pi * 0.25 * t) + 0.5 * hrv * sin(2 * .pi * 0.05 * t)
                 + 0.01 * self.beatRandom.gaussian())
@@ -146,6 +153,13 @@ struct PhysiologyModel {
             value += 150 * episode.amplitude * sin(2 * .pi * episode.frequency * t + episode.phase)
                 + 60 * episode.amplitude * self.noise(2, index)
         }
+        if let walk = self.walk(at: t) {
+            // The cadence and its harmonics, each lagging the ACC by its own phase, and broadband wobble.
+            let psi = 2 * .pi * walk.frequency * (t - walk.start) + walk.phase
+            let size = 80 * walk.artefactRatio * walk.ramp(at: t)
+            value += size * (sin(psi + walk.lags.x) + 0.5 * sin(2 * psi + walk.lags.y)
+                + 0.25 * sin(3 * psi + walk.lags.z)) + 0.3 * size * self.noise(9, index)
+        }
         return value
     }
 
@@ -174,7 +188,44 @@ struct PhysiologyModel {
     }
 
     /// Whether the wearer is moving at simulator time `t` (truth for motion gating).
-    mutating func isMoving(at t: Double) -> Bool { self.episode(at: t) != nil }
+    mutating func isMoving(at t: Double) -> Bool { self.episode(at: t) != nil || self.walk(at: t) != nil }
+
+    /// The walking or running episode at `t`, generating them ahead of the beats (which need the effort 3 s early).
+    private mutating func walk(at t: Double) -> MotionEpisode? {
+        while self.nextWalkStart <= t + 5 {
+            let start = self.nextWalkStart
+            let running = self.walkRandom.uniform(0...1) < 0.5
+            let walk = MotionEpisode(
+                start: start, end: start + self.walkRandom.uniform(60...300),
+                amplitude: running ? 1.2 : 0.35,
+                frequency: running ? self.walkRandom.uniform(2.4...3.0) : self.walkRandom.uniform(1.5...2.0),
+                phase: self.walkRandom.uniform(0...(2 * Double.pi)), kind: running ? .running : .walking,
+                artefactRatio: running ? self.walkRandom.uniform(2...3) : self.walkRandom.uniform(0.8...1.2),
+                lags: SIMD3(self.walkRandom.uniform(0...(2 * Double.pi)), self.walkRandom.uniform(0...(2 * Double.pi)),
+                            self.walkRandom.uniform(0...(2 * Double.pi))))
+            self.walks.append(walk)
+            self.nextWalkStart = walk.end + self.walkRandom.exponential(
+                mean: 3600 / max(self.parameters.walksPerHour, 1e-9))
+        }
+        // Keep the last finished one: its effort fades for a few minutes after it ends.
+        if self.walks.count > 2, self.walks[1].end < t - 300 { self.walks.removeFirst() }
+        return self.walks.last { $0.start <= t && t < $0.end }
+    }
+
+    /// The walking or running episode at simulator time `t` (truth), if any.
+    mutating func walkEpisode(at t: Double) -> MotionEpisode? { self.walk(at: t) }
+
+    /// Heart-rate rise from walking or running at `t`, bpm: toward the effort with a 30 s time constant during an
+    /// episode, back with 45 s after it (exact, so the truth is the beats the model generates).
+    private mutating func effortBoost(at t: Double) -> Double {
+        _ = self.walk(at: t)
+        var boost = 0.0
+        for walk in self.walks where walk.start <= t {
+            let reached = walk.effort * (1 - exp(-(min(t, walk.end) - walk.start) / 30))
+            boost += t < walk.end ? reached : reached * exp(-(t - walk.end) / 45)
+        }
+        return boost
+    }
 
     /// Acceleration in 1/64 g at ACC sample `index` (32 Hz).
     mutating func acc(index: Int) -> (x: Int8, y: Int8, z: Int8) {
@@ -182,6 +233,13 @@ struct PhysiologyModel {
         var x = 8 + 4 * sin(2 * .pi * t / 400) + 0.7 * self.noise(4, index)
         var y = -4 + 0.7 * self.noise(5, index)
         var z = 62 + 0.7 * self.noise(6, index)
+        if let walk = self.walk(at: t) {
+            let psi = 2 * .pi * walk.frequency * (t - walk.start) + walk.phase
+            let g = walk.amplitude * walk.ramp(at: t)
+            x += 64 * g * (sin(psi) + 0.3 * sin(2 * psi))
+            y += 32 * g * sin(psi + 0.7)
+            z += 25 * g * sin(2 * psi + 0.3)
+        }
         if let episode = self.episode(at: t) {
             x += 64 * episode.amplitude * sin(2 * .pi * episode.frequency * t + episode.phase)
             y += 32 * episode.amplitude * sin(.pi * episode.frequency * t)

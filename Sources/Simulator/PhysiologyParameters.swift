@@ -6,6 +6,9 @@ public struct PhysiologyParameters: Hashable, Sendable {
     public var variability: Double = 0.04
     /// How many motion episodes an hour, on average.
     public var motionPerHour: Double = 20
+    /// How many walking or running episodes an hour, on average (0: none, the default). Each lasts 1–5 min at a
+    /// cadence of 1.5–3 Hz, walking or running alike likely; see ``MotionEpisode/Kind``.
+    public var walksPerHour: Double = 0
     /// Tonic skin conductance, µS.
     public var edaTonic: Double = 4
     /// Skin-conductance responses a minute, on average.

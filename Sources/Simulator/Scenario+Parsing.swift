@@ -131,6 +131,7 @@ extension Scenario {
                 rangeMax = try Self.number(v, key, in: PhysiologyParameters.heartRateRange)
             case "variability": p.variability = try Self.number(v, key, in: 0...0.3)
             case "motion_per_hour": p.motionPerHour = try Self.number(v, key, in: 0...3600)
+            case "walks_per_hour": p.walksPerHour = try Self.number(v, key, in: 0...60)
             case "eda_tonic": p.edaTonic = try Self.number(v, key, in: 0.05...60)
             case "responses_per_minute": p.responsesPerMinute = try Self.number(v, key, in: 0...60)
             case "temperature": p.temperature = try Self.number(v, key, in: 20...42)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import E4
 import EmpaLink
 
@@ -87,7 +90,9 @@ enum DeviceStreamsChecks {
 
     /// 64 BVP packets (one turn of the 6-bit counter, 11 s) of a 66 bpm pulse that repeats seamlessly: encoded over
     /// two turns, the second kept, so the first packet's deltas continue from the last packet's counts.
-    static func pulsePackets() -> [E4PacketBytes] {
+    ///
+    /// - Parameter artefact: amplitude (counts) of a 2 Hz arm-swing artefact added to the pulse (22 cycles a turn).
+    static func pulsePackets(artefact: Double = 0) -> [E4PacketBytes] {
         var encoder = E4BVPEncoder()
         var packets: [E4PacketBytes] = []
         let beatsPerTurn = 12.0  // 12 beats in 11 s: 65.5 bpm
@@ -99,7 +104,8 @@ enum DeviceStreamsChecks {
                 let beat = phase - phase.rounded(.down)
                 // A sharp systolic upstroke and slow decay; counts fall at systole (the decoder inverts them).
                 let shape = beat < 0.15 ? beat / 0.15 : (1 - beat) / 0.85
-                green[sample] = 10_000 - Int(400 * shape)
+                let swing = artefact * sin(2 * Double.pi * Double((index * 11 + sample) % 704) / 704 * 22)
+                green[sample] = 10_000 - Int(400 * shape) - Int(swing)
                 red[sample] = 8_000 - Int(200 * shape)
             }
             var bytes = E4PacketBytes()

@@ -37,6 +37,7 @@ var results: [AllocationMeasurement] = []
 results.reserveCapacity(64)
 results += DecoderChecks.run(iterations: iterations)
 results += DeviceStreamsChecks.run(iterations: iterations)
+results += DeviceStreamsMotionChecks.run(iterations: iterations)
 results += ProfileSeamChecks.run(iterations: iterations)
 results += HeartRateChecks.run(iterations: iterations)
 do {

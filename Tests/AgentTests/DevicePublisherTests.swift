@@ -1,5 +1,6 @@
 @testable import Agent
 import EmpaLink
+import Physio
 import Foundation
 import Spool
 import Testing
@@ -8,6 +9,7 @@ import Testing
 final class TestHost: DevicePublisherHost {
     var enabledStreams = Set(StreamKind.allCases)
     var flushEveryNotification = true
+    var publishesRawBVP = false
     var armed = 0
     func armFlush() { self.armed += 1 }
     func batteryChanged(_ device: EmpaticaDeviceManager) {}
@@ -66,6 +68,23 @@ final class RecordingSink: MessageSink {
         #expect(self.payloads("temp") == [#"{"sid":"SID","seq":0,"t":1795961731,"fs":4,"v":[36.13]}"#])
     }
 
+    @Test func bvpIsTheFilteredSignalUnlessRawIsConfigured() {
+        let raw: [Float] = [10, 20]
+        let filtered: [Float] = [9.5, 19.25]
+        let both = { (publisher: DevicePublisher, t0: Double) in
+            raw.withUnsafeBufferPointer { r in
+                filtered.withUnsafeBufferPointer { publisher.bvp(raw: r, filtered: $0, t0: t0, fs: 64) }
+            }
+        }
+        both(self.publisher, 100)
+        self.host.publishesRawBVP = true
+        both(self.publisher, 100.5)
+        #expect(self.payloads("bvp") == [
+            #"{"sid":"SID","seq":0,"t":100,"fs":64,"v":[9.5,19.25]}"#,
+            #"{"sid":"SID","seq":1,"t":100.5,"fs":64,"v":[10,20]}"#,
+        ])
+    }
+
     @Test func acceleration() {
         let x: [Int8] = [1, -64, 127]
         let y: [Int8] = [0, 2, -128]
@@ -92,7 +111,7 @@ final class RecordingSink: MessageSink {
             #"{"sid":"SID","seq":0,"v":[[1795961731.123456,0.8125]]}"#,
             #"{"sid":"SID","seq":1,"v":[[1795961735,null]]}"#,
         ])
-        #expect(self.payloads("hr") == [#"{"sid":"SID","seq":0,"v":[[1795961732,72.3]]}"#])
+        #expect(self.payloads("hr") == [#"{"sid":"SID","seq":0,"source":"beats","v":[[1795961732,72.3]],"confidence":[1]}"#])
         #expect(self.payloads("battery") == [#"{"sid":"SID","seq":0,"v":[[1795961733.5,0.83]]}"#])
         #expect(self.payloads("tag") == [#"{"sid":"SID","seq":0,"v":[1795961734.25]}"#])
     }
@@ -119,7 +138,9 @@ final class RecordingSink: MessageSink {
                 try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any], "\(payload)")
             let stream = try #require(topic.split(separator: "/").last.map(String.init))
             let sampled = ["bvp", "gsr", "acc", "temp"].contains(stream)
-            #expect(Set(object.keys) == (sampled ? ["sid", "seq", "t", "fs", "v"] : ["sid", "seq", "v"]), "\(topic)")
+            let keys: Set<String> = sampled ? ["sid", "seq", "t", "fs", "v"]
+                : stream == "hr" ? ["sid", "seq", "source", "v", "confidence"] : ["sid", "seq", "v"]
+            #expect(Set(object.keys) == keys, "\(topic)")
             #expect(object["sid"] as? String == self.publisher.sid)
             #expect((object["seq"] as? NSNumber)?.intValue == 0)
             let values = try #require(object["v"] as? [Any])
@@ -129,6 +150,23 @@ final class RecordingSink: MessageSink {
             default: #expect(values.allSatisfy { $0 is NSNumber }, "\(payload)")
             }
         }
+    }
+
+    /// Each `hr` message names one source; a value from another source starts the next message, so a batch never
+    /// mixes beat-derived and spectral values, and `confidence` runs parallel to `v`.
+    @Test func heartRateMessagesSplitBySourceWithConfidence() {
+        self.host.flushEveryNotification = false
+        self.publisher.heartRate(72, confidence: 1, source: .beats, at: 1795961732)
+        self.publisher.heartRate(73, confidence: 1, source: .beats, at: 1795961733)
+        self.publisher.heartRate(118.04, confidence: 0.6249, source: .spectral, at: 1795961734)
+        self.publisher.heartRate(121, confidence: 1.7, source: .spectral, at: 1795961735)
+        self.publisher.heartRate(80, confidence: 1, source: .device, at: 1795961736)
+        self.publisher.flushAll()
+        #expect(self.payloads("hr") == [
+            #"{"sid":"SID","seq":0,"source":"beats","v":[[1795961732,72],[1795961733,73]],"confidence":[1,1]}"#,
+            #"{"sid":"SID","seq":1,"source":"spectral","v":[[1795961734,118],[1795961735,121]],"confidence":[0.62,1]}"#,
+            #"{"sid":"SID","seq":2,"source":"device","v":[[1795961736,80]],"confidence":[1]}"#,
+        ])
     }
 
     @Test func disabledStreamsAreNotPublished() {

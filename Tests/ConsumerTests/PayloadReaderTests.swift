@@ -27,6 +27,33 @@ import Testing
         #expect(tag.events.map(\.time) == [1764426101.9375])
     }
 
+    /// `hr` names its source and gives each value a confidence; a message of an older agent (`[[t,bpm],…]` only)
+    /// reads as beat-derived with full confidence.
+    @Test func readsHeartRateSourceAndConfidence() throws {
+        let spectral = try DataMessage.decode(try PayloadJSON.parse(self.bytes(
+            #"{"sid":"abcdefgh","seq":3,"source":"spectral","v":[[1764426103.0,118.2],[1764426104.0,119]],"confidence":[0.62,0.7]}"#)),
+            stream: .hr)
+        #expect(spectral.source == "spectral")
+        #expect(spectral.events == [DataMessage.Event(time: 1764426103, value: 118.2, confidence: 0.62),
+                                    DataMessage.Event(time: 1764426104, value: 119, confidence: 0.7)])
+        let old = try DataMessage.decode(try PayloadJSON.parse(self.bytes(
+            #"{"sid":"abcdefgh","seq":0,"v":[[1764426103.0,72.4]]}"#)), stream: .hr)
+        #expect(old.source == "beats")
+        #expect(old.events == [DataMessage.Event(time: 1764426103, value: 72.4, confidence: 1)])
+    }
+
+    @Test(arguments: [
+        #"{"sid":"abcdefgh","seq":0,"source":"beats","v":[[1764426103.0,72.4]],"confidence":[]}"#,
+        #"{"sid":"abcdefgh","seq":0,"source":"beats","v":[[1764426103.0,72.4]],"confidence":[1.5]}"#,
+        #"{"sid":"abcdefgh","seq":0,"source":"beats","v":[[1764426103.0,72.4]],"confidence":["1"]}"#,
+        #"{"sid":"abcdefgh","seq":0,"source":"","v":[[1764426103.0,72.4]]}"#,
+        #"{"sid":"abcdefgh","seq":0,"source":7,"v":[[1764426103.0,72.4]]}"#,
+    ])
+    func rejectsHeartRateThatDoesNotFit(_ text: String) throws {
+        let json = try PayloadJSON.parse(self.bytes(text))
+        #expect(throws: PayloadError.self) { try DataMessage.decode(json, stream: .hr) }
+    }
+
     @Test(arguments: [
         #"{"sid":"abcdefgh","seq":1,"t":1764426103.0,"fs":32,"v":[12.5]}"#,           // bvp at the wrong rate
         #"{"sid":"abcdefgh","seq":-1,"t":1764426103.0,"fs":64,"v":[1]}"#,             // negative seq

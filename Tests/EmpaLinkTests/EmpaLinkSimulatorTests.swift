@@ -22,6 +22,7 @@ import TestSupport
         var devices: [EmpaticaDeviceManager] = []
         var deviceStatuses: [DeviceStatus] = []
         var bvp: [(Double, Float)] = []
+        var filteredBVP: [Float] = []
         var acc: [(Double, Int8, Int8, Int8)] = []
         var gsr: [(Double, Float)] = []
         var temp: [(Double, Float)] = []
@@ -48,6 +49,15 @@ import TestSupport
 
         func didReceiveBVP(_ bvp: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
             self.bvp.append((timestamp, bvp))
+        }
+
+        /// The decoded BVP is what the truth holds; the artefact-reduced one comes sample for sample with it.
+        func didReceiveBVPSamples(raw: UnsafeBufferPointer<Float>, filtered: UnsafeBufferPointer<Float>, t0: Double,
+                                  fs: Double, from device: EmpaticaDeviceManager) {
+            for index in 0..<raw.count {
+                self.bvp.append((t0 + Double(index) / fs, raw[index]))
+                if index < filtered.count { self.filteredBVP.append(filtered[index]) }
+            }
         }
 
         func didReceiveGSR(_ gsr: Float, timestamp: Double, from device: EmpaticaDeviceManager) {
@@ -202,6 +212,7 @@ import TestSupport
         let bvpTruth = try Self.truth(rig, serial: "a00101", "bvp.csv").filter { $0["status"] == 0 }
         #expect(rig.recorder.bvp.count >= 150, "3 s at 64 Hz")
         #expect(bvpTruth.count >= rig.recorder.bvp.count)
+        #expect(rig.recorder.filteredBVP.count == rig.recorder.bvp.count && rig.recorder.filteredBVP.allSatisfy(\.isFinite))
         // Timestamps come from arrival times (SPEC §8); the simulator sends on a 25 ms tick, like a BLE connection
         // interval, so a packet arrives 0–25 ms after its last sample. The clock's anchor converges to the earliest
         // arrival within about 1.5 s; from then on every sample is within one sample period of its true time.

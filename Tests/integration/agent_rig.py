@@ -350,9 +350,11 @@ class Rig:
         return self.tmp / "control.sock"
 
     def config_text(self, whitelist, batch_ms=200, background_batch_ms=1000, metrics_interval_s=1,
-                    mqtt_commands=True, extra="", straps=()):
+                    mqtt_commands=True, extra="", straps=(), bvp="raw"):
         """A complete agent configuration; `whitelist` is a list of E4 device indexes (1-based), `straps` one of
-        heart-rate strap entries: device indexes, or (index, id) to publish under that id."""
+        heart-rate strap entries: device indexes, or (index, id) to publish under that id. `bvp`: `publish.bvp`,
+        "raw" so that published samples can be compared with the simulator's truth; None leaves the default
+        (filtered)."""
         bands = "".join(f'\n[[wristband]]\nserial = "{serial(k)}"\nlabel = "bed {k}"\n' for k in whitelist)
         for strap in straps:
             k, topic_id = strap if isinstance(strap, tuple) else (strap, None)
@@ -382,6 +384,7 @@ topic_prefix = "{PREFIX}"
 
 [publish]
 batch_ms = {batch_ms}
+{f'bvp = "{bvp}"' if bvp else ""}
 background_batch_ms = {background_batch_ms}
 metrics_interval_s = {metrics_interval_s}
 
@@ -527,7 +530,17 @@ SCHEMAS = {
     "temp": _sampled({"type": "number", "minimum": -40, "maximum": 80}, 4),
     "acc": _sampled({"type": "array", "items": _INT8, "minItems": 3, "maxItems": 3}, 32),
     "ibi": _events(_pair({"type": "number", "exclusiveMinimum": 0.2, "exclusiveMaximum": 2.5})),
-    "hr": _events(_pair({"type": "number", "minimum": 24, "maximum": 300})),
+    # SPEC §10 `[[t,bpm],…]`, plus one source per message and a confidence per value (issue #18).
+    "hr": {
+        "type": "object",
+        "required": ["sid", "seq", "source", "v", "confidence"],
+        "additionalProperties": False,
+        "properties": {"sid": _SID, "seq": _SEQ, "source": {"enum": ["beats", "spectral", "device"]},
+                       "v": {"type": "array", "minItems": 1,
+                             "items": _pair({"type": "number", "minimum": 24, "maximum": 300})},
+                       "confidence": {"type": "array", "minItems": 1,
+                                      "items": {"type": "number", "minimum": 0, "maximum": 1}}},
+    },
     "battery": _events(_pair({"type": "number", "minimum": 0, "maximum": 1})),
     "tag": _events(_TIME),
     "contact": _events(_pair({"enum": [0, 1]})),

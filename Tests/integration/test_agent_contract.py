@@ -27,15 +27,18 @@ def run():
     """The recorded run: messages, notify datagrams, retained snapshots, shutdown timing, truth."""
     record = {}
     with Rig(devices=3, notify=True) as rig:
-        rig.start_agent(rig.config_text(list(WHITELISTED)), watchdog_usec=1_000_000)
+        rig.start_agent(rig.config_text(list(WHITELISTED), bvp=None), watchdog_usec=1_000_000)
         record["started"] = time.monotonic()
         record["connected"] = {k: bool(rig.wait_connected(k, 20)) for k in WHITELISTED}
         for k in WHITELISTED:
             rig.sim_call("PressTag", f"string:{serial(k)}")
         rig.subscriber.publish(rig.topic("cmd"), json.dumps({"rescan": True}))
-        # IBI needs about 20 s of BVP; HR follows at 1 Hz.
+        # IBI needs about 20 s of BVP; HR from beats follows at 1 Hz (spectral HR may come before, after 8 s).
         record["hr_seen"] = bool(wait_until(
-            lambda: all(rig.subscriber.all(rig.topic(serial(k), "hr")) for k in WHITELISTED), 50, interval=0.25))
+            lambda: all(any(m.json and m.json.get("source") == "beats"
+                            for m in rig.subscriber.all(rig.topic(serial(k), "hr")))
+                        and rig.subscriber.all(rig.topic(serial(k), "ibi")) for k in WHITELISTED),
+            50, interval=0.25))
         record["stats"] = rig.sim_stats()
         record["retained_online"] = rig.retained(f"{PREFIX}/{AGENT}/#")
 
@@ -72,7 +75,7 @@ def topic(*parts):
 
 def test_whitelisted_wristbands_connect_and_stream(run):
     assert run["connected"] == {1: True, 2: True}, run["log"]
-    assert run["hr_seen"], "no heart rate within 50 s of connecting"
+    assert run["hr_seen"], "no IBI and heart rate from beats within 50 s of connecting"
 
 
 def test_every_topic_appears_and_validates_against_its_schema(run):
@@ -182,8 +185,11 @@ def test_samples_equal_the_simulators_truth(run, stream):
             else:
                 column = TRUTH[stream][1]
                 expected = float(row[column])
-                # Published with DECIMALS digits: within half a unit of the last digit (plus float noise).
-                tolerance = 0.5 * 10 ** -DECIMALS[stream] + 1e-6
+                # Published with DECIMALS digits: within half a unit of the last digit (plus float noise). BVP is
+                # published filtered by default (publish.bvp, SPEC §19): with the wrists at rest, as here, the
+                # artefact filter's weights stay near zero and it is the decoded BVP within a fraction of a count
+                # (measured: median 0.02, largest 0.3 of a 94-count pulse); the rig's other tests use "raw".
+                tolerance = 0.5 * 10 ** -DECIMALS[stream] + 1e-6 if stream != "bvp" else 1.0
                 assert abs(value - expected) <= tolerance, f"{where}: {value} vs truth {expected}"
 
 
@@ -261,9 +267,33 @@ def test_ibi_and_hr_follow_the_true_beats(run):
                 errors.append(abs(ibi - true_ibi))
         assert len(errors) >= 3, f"{serial(k)}: {len(errors)} IBIs"
         assert sum(errors) / len(errors) <= 0.04, f"{serial(k)}: IBI errors {errors}"
+        from_beats = 0
         for message in by_topic(run)[topic(serial(k), "hr")]:
+            assert len(message.json["confidence"]) == len(message.json["v"]), message.payload
+            if message.json["source"] != "beats":
+                continue  # held to the truth in test_spectral_hr_follows_the_true_beats
+            assert all(c == 1 for c in message.json["confidence"]), message.payload
             for t, bpm in message.json["v"]:
                 recent = [ibi for foot, ibi in beats if t - 10 <= foot <= t and ibi is not None]
                 assert recent
+                reference = 60 / (sum(recent) / len(recent))
+                assert abs(bpm - reference) <= 0.1 * reference, f"{serial(k)}: HR {bpm} vs true {reference:.1f}"
+                from_beats += 1
+        assert from_beats, f"{serial(k)}: no heart rate from beats"
+
+
+def test_spectral_hr_follows_the_true_beats(run):
+    """Spectral values at rest, before the IBI engine has beats, are near the true rate too (issue #18: the estimator
+    was once seen on the simulator pulse's 3rd harmonic at start-up, 202.2 bpm against a true 67.4)."""
+    for k in WHITELISTED:
+        beats = [(float(b["foot_time"]), float(b["ibi"])) for b in run["truth"][k]["beats"]
+                 if b["session"] == "1" and b["ibi"]]
+        for message in by_topic(run)[topic(serial(k), "hr")]:
+            if message.json["source"] != "spectral":
+                continue
+            for t, bpm in message.json["v"]:
+                recent = [ibi for foot, ibi in beats if t - 10 <= foot <= t]
+                if not recent:
+                    continue
                 reference = 60 / (sum(recent) / len(recent))
                 assert abs(bpm - reference) <= 0.1 * reference, f"{serial(k)}: HR {bpm} vs true {reference:.1f}"

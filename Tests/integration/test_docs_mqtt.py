@@ -105,7 +105,14 @@ def check_payload(kind, payload):
             assert all(is_number(x) for x in payload["v"]), payload["v"]
     elif kind in EVENTS:
         check_session(payload)
-        assert set(payload) == {"sid", "seq", "v"}, payload
+        if kind == "hr":
+            # SPEC §10 `[[t,bpm],…]`, plus the message's source and a confidence per value (issue #18).
+            assert set(payload) == {"sid", "seq", "source", "v", "confidence"}, payload
+            assert payload["source"] in ("beats", "spectral", "device"), payload
+            assert isinstance(payload["confidence"], list) and len(payload["confidence"]) == len(payload["v"])
+            assert all(is_number(c) and 0 <= c <= 1 for c in payload["confidence"]), payload
+        else:
+            assert set(payload) == {"sid", "seq", "v"}, payload
         assert isinstance(payload["v"], list) and payload["v"]
         for pair in payload["v"]:
             assert isinstance(pair, list) and len(pair) == 2 and is_time(pair[0]) and is_number(pair[1]), pair
@@ -176,5 +183,10 @@ def test_checker_rejects_what_spec_forbids():
         check_payload("acc", {"sid": "x", "seq": 0, "t": 1764426103.0, "fs": 32, "v": [[0, 0, 300]]})
     with pytest.raises(AssertionError):
         check_payload("cmd/result", {"ok": True, "error": "x"})
+    with pytest.raises(AssertionError):
+        check_payload("hr", {"sid": "x", "seq": 0, "v": [[1764426103.0, 72.4]]})
+    with pytest.raises(AssertionError):
+        check_payload("hr", {"sid": "x", "seq": 0, "source": "beats", "v": [[1764426103.0, 72.4]],
+                             "confidence": [1, 1]})
     with pytest.raises(AssertionError):
         kind_of("empalink/ward3-pi/9FF167/bvp")

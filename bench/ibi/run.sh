@@ -45,3 +45,11 @@ done
 # Which of our motion-time emissions Empatica does not have, and what sets them apart (Docs/ibi.md).
 "$PY" bench/ibi/analyse_motion.py --beats "$OUT/real/empalink-beats.csv" --data "$DATA" --eval "$EVAL" \
     > "$OUT/real/motion.txt"
+# Heart rate on every set, ours next to Empatica's HR.csv and the peers' (Docs/ibi.md, "Heart rate through motion").
+mkdir -p "$OUT/hr"
+"$PY" bench/ibi/hr.py --bin "$BIN" --out "$OUT" --score "${SCORE_HR:-../shared/tools/score_hr.py}" \
+    --data "$(dirname "$DATA")" > "$OUT/hr/table.md"
+cat "$OUT/hr/table.md"
+# The artefact-reduced BVP against the unfiltered one (Docs/ibi.md, "Artefact-reduced BVP").
+"$PY" bench/ibi/filtered.py --bin "$BIN" --out "$OUT" --data "$(dirname "$DATA")" > "$OUT/hr/filtered.md"
+cat "$OUT/hr/filtered.md"

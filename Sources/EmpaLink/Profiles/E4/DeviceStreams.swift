@@ -15,6 +15,8 @@ public struct DeviceStreams {
     var accPacket = E4ACCPacket()
     var gsrPacket = E4GSRPacket()
     var temperaturePacket = E4TemperaturePacket()
+    /// The BVP packet's samples with the movement artefact subtracted (``IBIEngineOutput/filteredBVP``).
+    var filteredBVP = InlineArray<11, Float>(repeating: 0)
 
     var bvpClock = StreamClock(fs: 64)
     var accClock = StreamClock(fs: 32)
@@ -78,20 +80,28 @@ extension DeviceStreams {
             // Lost packets move the clock forward.
             let t0 = self.bvpClock.firstSampleTime(count: count, arrival: arrival,
                                                    lostPackets: continuity.lostPackets, restart: continuity.isRestart)
-            self.bvpPacket.value.span.withUnsafeBufferPointer { sink.samples(.bvp, $0, t0: t0, fs: 64) }
             // The engine measures intervals on the sample cadence (see ``BeatTimeline``) and reports in published
             // time; after lost packets or a restart it starts a new beat chain, so no interval spans missing data.
             let (e0, interrupted) = self.beatTimeline.firstSampleTime(
                 published: t0, count: count, lostPackets: continuity.lostPackets, restart: continuity.isRestart)
             if interrupted { self.ibi.interrupt() }
             for index in 0..<count {
-                let output = self.ibi.appendBVP(Double(self.bvpPacket.value[index]), at: e0 + Double(index) / 64)
+                let raw = self.bvpPacket.value[index]
+                let output = self.ibi.appendBVP(Double(raw), at: e0 + Double(index) / 64)
+                let filtered = output.filteredBVP.map { Float($0) } ?? raw
+                self.filteredBVP[index] = filtered.isFinite ? filtered : raw
                 if let interval = output.interval {
                     sink.ibi(Float(interval.seconds), at: interval.time + self.beatTimeline.offset(at: interval.time))
                 }
                 if let rate = output.heartRate {
-                    sink.heartRate(Float(rate.beatsPerMinute), at: rate.time + self.beatTimeline.offset(at: rate.time))
+                    sink.heartRate(Float(rate.beatsPerMinute), confidence: Float(rate.confidence), source: rate.source,
+                                   at: rate.time + self.beatTimeline.offset(at: rate.time))
                 }
+            }
+            // After the engine, which filters as it goes: the packet's IBI and HR come before its samples.
+            let filtered = self.filteredBVP
+            self.bvpPacket.value.span.withUnsafeBufferPointer { raw in
+                filtered.span.withUnsafeBufferPointer { sink.bvp(raw: raw, filtered: $0, t0: t0, fs: 64) }
             }
         case .acc:
             guard let continuity = try? self.acc.decode(bytes, into: &self.accPacket) else { return }

@@ -1,3 +1,4 @@
+import Physio
 /// One heart-rate sensor's decoding state (SPEC §16): Heart Rate Measurement into `hr`, `ibi` and `contact`, Battery
 /// Level into `battery`, the read-once strings into ``deviceInformation``.
 ///
@@ -73,7 +74,9 @@ final class HRSProfileDecoder: ProfileDecoder {
         // Without contact the sensor measures nothing: time passing is not beats lost, and the next chain starts anew.
         if value.contact == .notDetected { self.chainEnd = nil }
         // 0 bpm, which straps send while they measure nothing, is no heart rate.
-        if value.heartRate > 0 { sink.heartRate(Float(value.heartRate), at: arrival) }
+        if value.heartRate > 0 {
+            sink.heartRate(Float(value.heartRate), confidence: 1, source: .device, at: arrival)
+        }
         guard value.rrCount > 0 else { return }
         var covered = 0.0
         for index in 0..<value.rrCount {

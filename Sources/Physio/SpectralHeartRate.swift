@@ -1,0 +1,565 @@
+/// Heart rate from the spectrum of the (artefact-reduced) BVP, tracked through motion with the accelerometer's
+/// frequencies set aside: the estimate the engine publishes when there are too few clean beats (SPEC §19).
+///
+/// Every second (``estimate()``), over the last 8 s decimated to 16 Hz (128 samples; BVP low-passed at 4 Hz and
+/// first-differenced, which flattens the 1/f power of posture and contact changes; mean removed, Hann window): the
+/// power on a 1 bpm grid over 40–210 bpm (Goertzel, coefficients computed in `init`), each window's spectrum
+/// normalised and averaged with the previous ones (weight 0.35 for the newest). When the wrist moves (ACC level
+/// over the window > 0.04 g) the accelerometer's spectral peaks and their second harmonics mark the BVP bins within
+/// ±4 bpm of them as motion. Candidates are the BVP's local maxima; a local maximum with a non-motion peak at a half
+/// or a third of its rate holding at least `1 / k²` of its power stands for that peak, its fundamental
+/// (``fundamental(of:)``). A candidate's *concentration* is the share of the band's non-motion power within ±12 bpm
+/// of it and of its second harmonic (the Hann main lobe of an 8 s window is ±15 bpm), counted without the harmonic
+/// when its own lobe holds less than 0.4 of the harmonic's (a sub-harmonic).
+///
+/// - Acquiring (start, reset, track lost): the best non-motion candidate must stay within ±5 bpm from second to
+///   second for 4 s with concentration ≥ 0.55 throughout, or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
+///   and the averaging adds a few: a noise peak lasts ≈ 10 s, a pulse stays).
+/// - Tracking: the best non-motion candidate within ±(12 + 3 × seconds since the last value) bpm of the track,
+///   concentration ≥ 0.35; failing that, a weak one (≥ 0.2) within ±6 bpm of a track at most 2 s old, published at
+///   the lowest confidence, at most 10 s in a row; failing that, a motion peak within ±8 bpm of the track — the
+///   cadence on the heart rate, which an 8 s window cannot resolve — with confidence at most 0.3. A candidate outside
+///   the search window with twice the concentration takes the track over once it has been acquired as above.
+/// - Nothing is published when the BVP is flat or no candidate passes (no pulse: off-wrist, no contact, a PPG that
+///   shows only the motion); after 10 s without a value the track is lost.
+///
+/// Confidence is `(concentration − 0.25) / 0.5` clamped to 0…1; the engine publishes from 0.2.
+/// ``seed(beatsPerMinute:)`` hands the estimator the beat-derived rate while clean beats exist, so motion starts with
+/// the track on the pulse. Memory is fixed at `init`; nothing allocates per sample or per estimate.
+public struct SpectralHeartRate: Sendable {
+    /// Analysis window, seconds.
+    public static let windowSeconds = 8.0
+    /// Analysis rate, Hz (BVP and ACC are low-passed and decimated to it).
+    static let analysisRate = 16.0
+    static let lowestBPM = 40
+    static let highestBPM = 210
+    /// The grid goes on above the published range so that an artefact just above it (a cadence's second harmonic)
+    /// is seen, masked, and its leakage recognised (``leakageRatio``).
+    static let gridTopBPM = 250
+    /// A local maximum within ±25 bpm of a motion peak with less than this share of its power is that peak's
+    /// leakage (a Hann window's first sidelobe is at −31 dB, 0.0007), not a pulse.
+    static let leakageRatio = 0.01
+    /// Grid bins a published value may lie in.
+    private var candidateBins: Int { Self.highestBPM - Self.lowestBPM + 1 }
+    /// Smallest concentration of a candidate for acquisition.
+    static let acceptance = 0.55
+    /// Smallest concentration of a candidate near the track, and of a candidate acquired by persistence alone.
+    static let trackingAcceptance = 0.35
+    /// Seconds a weaker candidate (≥ ``trackingAcceptance``) must hold before it is acquired: consecutive 8 s windows
+    /// share 7 s of signal and the spectra are averaged, so a noise peak persists for ≈ 10 s at most; a pulse stays.
+    static let persistenceTicks = 12
+    /// Smallest concentration of a peak within ±6 bpm of a fresh track (see ``maximumWeakRun``).
+    static let weakAcceptance = 0.2
+    /// Longest run of values from weak peaks before the track is dropped.
+    static let maximumWeakRun = 10
+    /// Seconds a candidate must hold before it is published (or takes over the track).
+    static let acquisitionTicks = 4
+    /// Seconds without a value after which the track is lost and must be acquired again.
+    static let maximumHold = 10
+    /// ACC level (g, root of summed per-axis variances of the 4 Hz-low-passed ACC over the window) above which the
+    /// accelerometer's frequencies count as motion. The E4 at rest: 0.01–0.02 g.
+    static let movingLevel = 0.04
+    /// BVP bins within this many bpm of an accelerometer peak (or its harmonic) are motion.
+    static let motionHalfWidth = 4.0
+    /// Spectral values below this confidence are not published.
+    public static let publishedConfidence = 0.2
+    /// Weight of the newest window's spectrum in the running average (≈ 3 windows).
+    static let smoothing = 0.35
+
+    private let size: Int
+    private let bvpFactor: Int
+    private let accFactor: Int
+    private let countsPerG: Double
+    private var bvp: FixedRing<Double>
+    private var acc: FixedRing<SIMD4<Double>>
+    private var bvpLowPass: Biquad
+    private var accLowPass: (Biquad, Biquad, Biquad)
+    private var bvpPhase = 0
+    private var accPhase = 0
+    private var bvpPrimed = false
+    private var accPrimed = false
+    /// Decimated BVP samples since the last reset or gap.
+    private var bvpSamples = 0
+    private var previousDecimated = 0.0
+    private var hasPreviousDecimated = false
+    private var accSamples = 0
+
+    private let coefficients: [Double]
+    private let hann: [Double]
+    private var scratch: [Double]
+    private var bvpPower: [Double]
+    private var accPower: [Double]
+    private var motionMask: [Bool]
+    private var motionPeaks: [Double]
+    private var peakBins: [Int]
+    private var smoothedPower: [Double]
+    private var smoothedWindows = 0
+
+    private var track: Double?
+    private var secondsSinceValue = 0
+    private var candidate: Double?
+    private var candidateTicks = 0
+    /// Smallest concentration over the candidate's run.
+    private var candidateLeast = 0.0
+    /// Consecutive values taken from weak peaks on the track.
+    private var weakRun = 0
+
+    /// - Parameters:
+    ///   - bvpRate: BVP sample rate in Hz.
+    ///   - accRate: ACC sample rate in Hz.
+    ///   - accCountsPerG: ACC counts per g.
+    public init(bvpRate: Double = 64, accRate: Double = 32, accCountsPerG: Double = 64) {
+        let bvpRate = bvpRate > 0 ? bvpRate : 64
+        let accRate = accRate > 0 ? accRate : 32
+        self.bvpFactor = max(1, Int((bvpRate / Self.analysisRate).rounded()))
+        self.accFactor = max(1, Int((accRate / Self.analysisRate).rounded()))
+        self.countsPerG = accCountsPerG > 0 ? accCountsPerG : 64
+        let rate = bvpRate / Double(self.bvpFactor)
+        self.size = Int(Self.windowSeconds * rate)
+        self.bvp = FixedRing(minimumCapacity: self.size, filler: 0)
+        self.acc = FixedRing(minimumCapacity: self.size, filler: .zero)
+        self.bvpLowPass = Biquad(lowPass: 4, sampleRate: bvpRate)
+        self.accLowPass = (Biquad(lowPass: 4, sampleRate: accRate), Biquad(lowPass: 4, sampleRate: accRate),
+                           Biquad(lowPass: 4, sampleRate: accRate))
+        let bins = Self.gridTopBPM - Self.lowestBPM + 1
+        var coefficients = [Double](repeating: 0, count: bins)
+        for bin in 0..<bins {
+            let hertz = Double(Self.lowestBPM + bin) / 60
+            coefficients[bin] = 2 * Self.cos(2 * Double.pi * hertz / rate)
+        }
+        self.coefficients = coefficients
+        var hann = [Double](repeating: 0, count: self.size)
+        for index in 0..<self.size {
+            hann[index] = 0.5 - 0.5 * Self.cos(2 * Double.pi * Double(index) / Double(self.size - 1))
+        }
+        self.hann = hann
+        self.scratch = [Double](repeating: 0, count: self.size)
+        self.bvpPower = [Double](repeating: 0, count: bins)
+        self.accPower = [Double](repeating: 0, count: bins)
+        self.motionMask = [Bool](repeating: false, count: bins)
+        self.motionPeaks = [Double](repeating: 0, count: 6)
+        self.peakBins = [Int](repeating: 0, count: 16)
+        self.smoothedPower = [Double](repeating: 0, count: bins)
+    }
+
+    /// Forgets the signal and the track, as after a reconnect.
+    public mutating func reset() {
+        self.gap()
+        self.track = nil
+        self.secondsSinceValue = 0
+        self.candidate = nil
+        self.candidateTicks = 0
+        self.weakRun = 0
+    }
+
+    /// The signal was interrupted: the window starts over (8 s before the next value); the track is kept.
+    public mutating func gap() {
+        self.bvp.removeAll()
+        self.acc.removeAll()
+        self.bvpSamples = 0
+        self.accSamples = 0
+        self.bvpPhase = 0
+        self.accPhase = 0
+        self.bvpPrimed = false
+        self.accPrimed = false
+        self.hasPreviousDecimated = false
+        self.smoothedWindows = 0
+    }
+
+    /// The beat-derived rate of this second: the track follows it, so the spectrum need not acquire the pulse again
+    /// when motion begins.
+    public mutating func seed(beatsPerMinute: Double) {
+        guard beatsPerMinute.isFinite, beatsPerMinute >= Double(Self.lowestBPM),
+              beatsPerMinute <= Double(Self.highestBPM) else { return }
+        self.track = beatsPerMinute
+        self.secondsSinceValue = 0
+        self.weakRun = 0
+        self.candidate = nil
+        self.candidateTicks = 0
+    }
+
+    /// Adds one BVP sample (any scale, systolic peaks positive); non-finite samples are ignored.
+    public mutating func appendBVP(_ value: Double) {
+        guard value.isFinite else { return }
+        let value = min(max(value, -1e9), 1e9)
+        if !self.bvpPrimed {
+            self.bvpLowPass.prime(value)
+            self.bvpPrimed = true
+        }
+        let filtered = self.bvpLowPass.process(value)
+        self.bvpPhase += 1
+        if self.bvpPhase >= self.bvpFactor {
+            self.bvpPhase = 0
+            // The first difference: a PPG in motion carries most of its power at the lowest frequencies (posture,
+            // contact pressure, blood pooling), falling roughly as 1/f; the difference flattens that, so the pulse's
+            // lobe stands out from it.
+            if self.bvpSamples > 0 || self.hasPreviousDecimated { self.bvp.append(filtered - self.previousDecimated) }
+            self.hasPreviousDecimated = true
+            self.previousDecimated = filtered
+            self.bvpSamples = self.bvp.total
+        }
+    }
+
+    /// Adds one ACC sample (device counts); non-finite samples are ignored.
+    public mutating func appendACC(x: Double, y: Double, z: Double) {
+        guard x.isFinite, y.isFinite, z.isFinite else { return }
+        let limit = 16 * self.countsPerG
+        let x = min(max(x, -limit), limit), y = min(max(y, -limit), limit), z = min(max(z, -limit), limit)
+        if !self.accPrimed {
+            self.accLowPass.0.prime(x)
+            self.accLowPass.1.prime(y)
+            self.accLowPass.2.prime(z)
+            self.accPrimed = true
+        }
+        let value = SIMD4(self.accLowPass.0.process(x), self.accLowPass.1.process(y), self.accLowPass.2.process(z), 0)
+        self.accPhase += 1
+        if self.accPhase >= self.accFactor {
+            self.accPhase = 0
+            self.acc.append(value / self.countsPerG)
+            self.accSamples += 1
+        }
+    }
+
+    /// The heart rate over the last 8 s, or `nil` when there is none to publish; call once a second.
+    ///
+    /// - Returns: beats per minute and a confidence in 0…1.
+    /// - Complexity: O(window × grid) ≈ 90 000 multiply-adds; no allocation.
+    public mutating func estimate() -> (beatsPerMinute: Double, confidence: Double)? {
+        let result = self.analyse()
+        if result == nil {
+            self.secondsSinceValue += 1
+            if self.secondsSinceValue > Self.maximumHold { self.track = nil }
+        } else {
+            self.secondsSinceValue = 0
+        }
+        return result
+    }
+
+    private mutating func analyse() -> (beatsPerMinute: Double, confidence: Double)? {
+        guard self.bvpSamples >= self.size else { return nil }
+        let bins = self.coefficients.count
+        // BVP spectrum.
+        let energy = self.load(axis: nil)
+        guard energy.isFinite, energy > 1e-12 else { return nil }
+        self.goertzel(intoACC: false, accumulate: false)
+        // Spectra of consecutive windows, each normalised to unit band power, averaged with weight
+        // ``smoothing`` for the newest: a pulse whose rate moves by a few bpm a second stays in one lobe while
+        // uncorrelated residue (what the accelerometer does not explain) averages down.
+        var band = 0.0
+        for bin in 0..<bins { band += self.bvpPower[bin] }
+        guard band > 0, band.isFinite else { return nil }
+        let weight = self.smoothedWindows == 0 ? 1 : Self.smoothing
+        for bin in 0..<bins {
+            self.smoothedPower[bin] += weight * (self.bvpPower[bin] / band - self.smoothedPower[bin])
+            self.bvpPower[bin] = self.smoothedPower[bin]
+        }
+        self.smoothedWindows += 1
+        // ACC spectrum and level.
+        var moving = false
+        if self.accSamples >= self.size {
+            var level = 0.0
+            for axis in 0..<3 {
+                level += self.variance(axis: axis)
+                _ = self.load(axis: axis)
+                self.goertzel(intoACC: true, accumulate: axis > 0)
+            }
+            moving = level.isFinite && level.squareRoot() > Self.movingLevel
+        }
+        // Motion frequencies: the accelerometer's strongest peaks and their second harmonics.
+        var motionCount = 0
+        if moving {
+            var strongest = 0.0
+            for bin in 0..<bins { strongest = max(strongest, self.accPower[bin]) }
+            for bin in 1..<(bins - 1) where motionCount < 3 {
+                let p = self.accPower[bin]
+                if p >= 0.1 * strongest, p >= self.accPower[bin - 1], p > self.accPower[bin + 1] {
+                    self.motionPeaks[motionCount] = Double(Self.lowestBPM + bin)
+                    motionCount += 1
+                }
+            }
+            // Also a cadence below the band whose harmonic falls in it (slow arm swing).
+            for index in 0..<motionCount { self.motionPeaks[motionCount + index] = 2 * self.motionPeaks[index] }
+            motionCount *= 2
+        }
+        var total = 0.0, motionPower = 0.0
+        for bin in 0..<bins {
+            let bpm = Double(Self.lowestBPM + bin)
+            var mask = false
+            for index in 0..<motionCount where abs(self.motionPeaks[index] - bpm) <= Self.motionHalfWidth { mask = true }
+            self.motionMask[bin] = mask
+            guard bin < self.candidateBins else { continue }
+            total += self.bvpPower[bin]
+            if mask { motionPower += self.bvpPower[bin] }
+        }
+        let clean = total - motionPower
+        guard total > 0, total.isFinite else { return nil }
+        // Candidates: local maxima, strongest first.
+        var peakCount = 0
+        for bin in 1..<self.candidateBins {
+            let p = self.bvpPower[bin]
+            guard p >= self.bvpPower[bin - 1], p > self.bvpPower[bin + 1], !self.isLeakage(bin) else { continue }
+            if peakCount < self.peakBins.count {
+                self.peakBins[peakCount] = bin
+                peakCount += 1
+            } else if p > self.bvpPower[self.peakBins[peakCount - 1]] {
+                self.peakBins[peakCount - 1] = bin
+            } else {
+                continue
+            }
+            var index = peakCount - 1
+            while index > 0 && self.bvpPower[self.peakBins[index - 1]] < self.bvpPower[self.peakBins[index]] {
+                // By hand: the generic `swapAt`, unspecialised in a debug build, allocates its accessor's frame.
+                let bin = self.peakBins[index]
+                self.peakBins[index] = self.peakBins[index - 1]
+                self.peakBins[index - 1] = bin
+                index -= 1
+            }
+        }
+        guard peakCount > 0 else { return nil }
+
+        // The best non-motion candidate anywhere (largest concentration), for acquisition and take-over.
+        var globalHit: (bin: Int, concentration: Double)?
+        // A peak that is the 2nd or 3rd harmonic of a peak below it stands for that peak (the fundamental).
+        for index in 0..<peakCount where !self.motionMask[self.peakBins[index]] {
+            let bin = self.fundamental(of: self.peakBins[index])
+            let c = self.concentration(at: bin, clean: clean)
+            if c > (globalHit?.concentration ?? -1) { globalHit = (bin, c) }
+        }
+
+        if let track = self.track {
+            let radius = 12 + 3 * Double(self.secondsSinceValue)
+            var chosen: (bin: Int, concentration: Double)?
+            for index in 0..<peakCount {
+                let bin = self.peakBins[index]
+                guard !self.motionMask[bin], abs(Double(Self.lowestBPM + bin) - track) <= radius else { continue }
+                let c = self.concentration(at: bin, clean: clean)
+                if c > (chosen?.concentration ?? -1) { chosen = (bin, c) }
+            }
+            if let c = chosen, c.concentration < Self.trackingAcceptance { chosen = nil }
+            // Take-over by a stronger peak the window could not follow.
+            if let hit = globalHit, hit.concentration >= Self.trackingAcceptance,
+               abs(Double(Self.lowestBPM + hit.bin) - track) > radius,
+               chosen.map({ hit.concentration > 2 * $0.concentration }) ?? true {
+                if self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration) {
+                    return self.accept(bin: hit.bin, concentration: hit.concentration)
+                }
+            } else {
+                self.candidate = nil
+                self.candidateTicks = 0
+            }
+            if let chosen {
+                self.weakRun = 0
+                return self.accept(bin: chosen.bin, concentration: chosen.concentration)
+            }
+            // A weak peak right on the track: the pulse under residue the accelerometer does not explain. Followed
+            // at the lowest published confidence, for ``maximumWeakRun`` seconds at most without a stronger one.
+            if self.secondsSinceValue <= 2, self.weakRun < Self.maximumWeakRun {
+                var weak: (bin: Int, concentration: Double)?
+                for index in 0..<peakCount {
+                    let bin = self.peakBins[index]
+                    guard !self.motionMask[bin], abs(Double(Self.lowestBPM + bin) - track) <= 6 else { continue }
+                    let c = self.concentration(at: bin, clean: clean)
+                    if c > (weak?.concentration ?? -1) { weak = (bin, c) }
+                }
+                if let weak, weak.concentration >= Self.weakAcceptance,
+                   let value = self.accept(bin: weak.bin, concentration: weak.concentration) {
+                    self.weakRun += 1
+                    return (value.beatsPerMinute, Self.publishedConfidence)
+                }
+            }
+            // The cadence on the heart rate: one merged peak.
+            for index in 0..<peakCount {
+                let bin = self.peakBins[index]
+                guard self.motionMask[bin], abs(Double(Self.lowestBPM + bin) - track) <= 8 else { continue }
+                let c = self.concentrationTotal(at: bin, total: total)
+                guard c >= Self.trackingAcceptance else { break }
+                guard let value = self.accept(bin: bin, concentration: c) else { return nil }
+                return (value.beatsPerMinute, min(value.confidence, 0.3))
+            }
+            return nil
+        }
+        guard let hit = globalHit, hit.concentration >= Self.trackingAcceptance else {
+            self.candidate = nil
+            self.candidateTicks = 0
+            return nil
+        }
+        if self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration) {
+            return self.accept(bin: hit.bin, concentration: hit.concentration)
+        }
+        return nil
+    }
+
+    /// Counts the seconds a candidate stays put; true once it has for ``acquisitionTicks`` with concentration
+    /// ≥ ``acceptance`` throughout, or for ``persistenceTicks``.
+    private mutating func holdCandidate(_ bpm: Double, concentration: Double) -> Bool {
+        if let previous = self.candidate, abs(previous - bpm) <= 5 {
+            self.candidateTicks += 1
+            self.candidateLeast = min(self.candidateLeast, concentration)
+        } else {
+            self.candidateTicks = 1
+            self.candidateLeast = concentration
+        }
+        self.candidate = bpm
+        return (self.candidateTicks >= Self.acquisitionTicks && self.candidateLeast >= Self.acceptance)
+            || self.candidateTicks >= Self.persistenceTicks
+    }
+
+    private mutating func accept(bin: Int, concentration: Double) -> (beatsPerMinute: Double, confidence: Double)? {
+        let bins = self.coefficients.count
+        var bpm = Double(Self.lowestBPM + bin)
+        if bin > 0 && bin < bins - 1 {
+            // Parabolic interpolation of the peak between grid points.
+            let a = self.bvpPower[bin - 1], b = self.bvpPower[bin], c = self.bvpPower[bin + 1]
+            let denominator = a - 2 * b + c
+            if denominator < 0 {
+                let shift = 0.5 * (a - c) / denominator
+                if shift.isFinite { bpm += min(max(shift, -0.5), 0.5) }
+            }
+        }
+        self.track = bpm
+        self.candidate = nil
+        self.candidateTicks = 0
+        let confidence = min(max((concentration - 0.25) / 0.5, 0), 1)
+        return (bpm, confidence)
+    }
+
+    /// Share of the non-motion power within ±12 bpm of `bin` and of its second harmonic: a pulse puts its power
+    /// in both (the first difference weights the harmonic up), noise in neither.
+    private func concentration(at bin: Int, clean: Double) -> Double {
+        guard clean > 0 else { return 0 }
+        let bins = self.candidateBins
+        var lobe = 0.0
+        for b in max(0, bin - 12)...min(bins - 1, bin + 12) where !self.motionMask[b] {
+            lobe += self.bvpPower[b]
+        }
+        let harmonic = 2 * (Self.lowestBPM + bin) - Self.lowestBPM
+        var upper = 0.0
+        if harmonic - 12 < bins {
+            for b in max(0, harmonic - 12)...min(bins - 1, harmonic + 12) where !self.motionMask[b] {
+                upper += self.bvpPower[b]
+            }
+        }
+        // A candidate whose own lobe is much weaker than its "harmonic" is the sub-harmonic of a peak, not a pulse:
+        // a pulse's second harmonic, even weighted up by the difference, carries at most about as much as its
+        // fundamental.
+        if lobe < 0.4 * upper { return lobe / clean }
+        return (lobe + upper) / clean
+    }
+
+    /// The fundamental `bin` is a harmonic of, or `bin` itself: a non-motion local maximum within ±2 bpm of a half or
+    /// a third of its rate holding at least `1 / k²` of its power (±4 bpm each). After the first difference a pulse's
+    /// k-th harmonic has k² times the power its amplitude alone would give, and a PPG's harmonics do not outgrow its
+    /// fundamental, so the fundamental holds at least `1 / k²` of it; a noise peak that happens to sit there must be
+    /// that large too. Repeated, so the 4th harmonic goes through the 2nd.
+    private func fundamental(of bin: Int) -> Int {
+        var current = bin
+        for _ in 0..<2 {
+            let own = self.narrowPower(at: current)
+            guard own > 0 else { return current }
+            var best: (bin: Int, share: Double)?
+            for k in 2...3 {
+                let target = Double(Self.lowestBPM + current) / Double(k) - Double(Self.lowestBPM)
+                guard target >= 1 else { continue }
+                let center = Int(target.rounded())
+                let low = max(1, center - 2), high = min(self.candidateBins - 2, center + 2)
+                guard low <= high else { continue }
+                var peak: Int?
+                for b in low...high where !self.motionMask[b] && self.bvpPower[b] >= self.bvpPower[b - 1]
+                    && self.bvpPower[b] > self.bvpPower[b + 1] {
+                    if let previous = peak, self.bvpPower[b] <= self.bvpPower[previous] { continue }
+                    peak = b
+                }
+                guard let peak else { continue }
+                let share = self.narrowPower(at: peak) / own
+                if share >= 1 / Double(k * k), share > (best?.share ?? 0) { best = (peak, share) }
+            }
+            guard let best else { return current }
+            current = best.bin
+        }
+        return current
+    }
+
+    /// Power within ±4 bpm of `bin`.
+    private func narrowPower(at bin: Int) -> Double {
+        var power = 0.0
+        for b in max(0, bin - 4)...min(self.coefficients.count - 1, bin + 4) { power += self.bvpPower[b] }
+        return power
+    }
+
+    /// Share of all the band's power within ±12 bpm of `bin`.
+    private func concentrationTotal(at bin: Int, total: Double) -> Double {
+        var lobe = 0.0
+        for b in max(0, bin - 12)...min(self.candidateBins - 1, bin + 12) { lobe += self.bvpPower[b] }
+        return lobe / total
+    }
+
+    /// Whether the unmasked local maximum at `bin` is only the leakage of a motion peak near it.
+    private func isLeakage(_ bin: Int) -> Bool {
+        guard !self.motionMask[bin] else { return false }
+        var strongest = 0.0
+        for b in max(0, bin - 25)...min(self.coefficients.count - 1, bin + 25) where self.motionMask[b] {
+            strongest = max(strongest, self.bvpPower[b])
+        }
+        return self.bvpPower[bin] < Self.leakageRatio * strongest
+    }
+
+    private func variance(axis: Int) -> Double {
+        var sum = 0.0, squares = 0.0
+        for back in 0..<self.size {
+            let v = self.acc[back: back][axis]
+            sum += v
+            squares += v * v
+        }
+        let n = Double(self.size)
+        return max(squares / n - (sum / n) * (sum / n), 0)
+    }
+
+    /// Fills the scratch window with the last 8 s of BVP (`axis` nil) or of one ACC axis, mean removed and
+    /// Hann-windowed; returns its energy.
+    private mutating func load(axis: Int?) -> Double {
+        var mean = 0.0
+        for back in 0..<self.size { mean += axis.map { self.acc[back: back][$0] } ?? self.bvp[back: back] }
+        mean /= Double(self.size)
+        var energy = 0.0
+        for index in 0..<self.size {
+            let back = self.size - 1 - index
+            let raw = axis.map { self.acc[back: back][$0] } ?? self.bvp[back: back]
+            let v = (raw - mean) * self.hann[index]
+            self.scratch[index] = v
+            energy += v * v
+        }
+        return energy
+    }
+
+    /// Goertzel power of the scratch window at every grid frequency, into the BVP or (summed) the ACC spectrum.
+    private mutating func goertzel(intoACC: Bool, accumulate: Bool) {
+        for bin in 0..<self.coefficients.count {
+            let coefficient = self.coefficients[bin]
+            var s1 = 0.0, s2 = 0.0
+            for index in 0..<self.size {
+                let s0 = self.scratch[index] + coefficient * s1 - s2
+                s2 = s1
+                s1 = s0
+            }
+            let p = max(s1 * s1 + s2 * s2 - coefficient * s1 * s2, 0)
+            if intoACC {
+                self.accPower[bin] = accumulate ? self.accPower[bin] + p : p
+            } else {
+                self.bvpPower[bin] = p
+            }
+        }
+    }
+
+    /// `cos` without Foundation, for design-time use.
+    static func cos(_ x: Double) -> Double {
+        var x = x
+        let twoPi = 2 * Double.pi
+        x -= twoPi * (x / twoPi).rounded()
+        var sum = 1.0, term = 1.0
+        for n in 0..<24 {
+            term *= -x * x / Double((2 * n + 1) * (2 * n + 2))
+            sum += term
+        }
+        return sum
+    }
+}
