@@ -222,6 +222,9 @@ topic_prefix = "empalink"
 [publish]
 batch_ms = 250
 metrics_interval_s = 2
+# The host compares every decoded sample with the peripheral's truth, exactly: the raw BVP (the filtered default is
+# checked against the simulator by test_agent_contract.py).
+bvp = "raw"
 
 [spool]
 dir = "/tmp/agent/spool"
