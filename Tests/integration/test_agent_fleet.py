@@ -4,7 +4,8 @@ publishing their retained leases, presence and sightings itself.
 
 Checks: retained presence online and its Last Will after `kill -9`; a free wristband claimed, held, connected only
 after `held`, renewed every ~2 s, with retained 6 s sightings before; a foreign live lease keeps the agent off its
-wristband; a higher epoch fences the holder within ~1 s; SIGTERM releases and says offline; fleet off publishes
+wristband; a higher epoch fences the holder within ~1 s; SIGHUP keeps working (fleet off waits for a restart);
+SIGTERM releases and says offline; after a broker restart the will carries the new session; fleet off publishes
 nothing under `P/fleet/`.
 """
 import json
@@ -162,6 +163,15 @@ def test_fleet_lease_fencing_shutdown_and_will():
                                               3)
             assert metrics, "no fleet counters in the metrics"
             assert metrics.json["fleet"]["counters"]["acquired"] >= 2
+
+            # SIGHUP keeps working; turning fleet mode off waits for a restart, and the held lease goes on.
+            rig.config_path.write_text(rig.config_text([1, 2, 3]))
+            hup_at = time.monotonic()
+            agent.send_signal(signal.SIGHUP)
+            assert wait_until(lambda: "changes to [fleet] take effect after a restart" in rig.agent_log_text(), 3)
+            assert watch.wait_for(own[3], lambda m: m["json"] and m["json"]["holder"] == AGENT
+                                  and m["json"]["state"] == "held", 3, since=hup_at)
+            assert agent.poll() is None
 
             # (f) SIGTERM: the held lease released, presence offline, exit 0 within 5 s.
             term_at = time.monotonic()
