@@ -71,8 +71,8 @@ extension AgentRuntime {
         } catch {
             throw AgentError("fleet: cannot schedule the tick: \(error)")
         }
-        self.logger.info("fleet mode: board \(self.configuration.agent.id), "
-                             + "\(fleet.coordinator.adapters.map { "\($0.name) (\($0.capacity) slots)" }.joined(separator: ", "))",
+        let adapters = fleet.coordinator.adapters.map { "\($0.name) (\($0.capacity) slots)" }
+        self.logger.info("fleet mode: board \(self.configuration.agent.id), \(adapters.joined(separator: ", "))",
                          ["COMPONENT": "fleet"])
     }
 
