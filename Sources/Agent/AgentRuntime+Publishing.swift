@@ -100,11 +100,18 @@ extension AgentRuntime {
     }
 
     /// Whether the batch tick reads the broker's socket (its acknowledgements and commands, Docs/mqtt.md) instead
-    /// of the loop waking up for them: while ticks run, unless the spool replays — replay refills the in-flight
-    /// window every 100 ms from the acknowledgements, so it keeps reading them as they arrive.
+    /// of the loop waking up for them: while ticks run at an interval of at most ``maximumBrokerReadDeferral``,
+    /// unless the spool replays — replay refills the in-flight window every 100 ms from the acknowledgements, so it
+    /// keeps reading them as they arrive.
     var defersBrokerReads: Bool {
-        self.flushTimer != nil && self.outbox.replayTimer == nil
+        self.flushTimer != nil && self.batchMilliseconds <= Self.maximumBrokerReadDeferral
+            && self.outbox.replayTimer == nil
     }
+
+    /// The longest a command or an acknowledgement waits for the tick: `background_batch_ms`' default. Longer
+    /// intervals read the broker's socket on arrival (their acknowledgements wake the loop once a batch, at most
+    /// every 2 s, and a command should not wait for a 5 s tick).
+    static let maximumBrokerReadDeferral = 2_000
 
     /// When a flush is due after one at `now`: the batch interval less half a tick, so that the tick nearest to it
     /// publishes.

@@ -218,6 +218,13 @@ extension MQTTClient {
         }
     }
 
+    /// Whether input waits for ``readDeferred()`` now: asked for, connected, and every message handed over is on
+    /// its way. Messages beyond the send quota (the broker's Receive Maximum) leave only as PUBACKs arrive, so
+    /// while any wait the socket is read on arrival, as without deferral.
+    var deferringReads: Bool {
+        self.readsDeferred && self.state == .connected && self.pending.count <= self.sendQuota
+    }
+
     /// Reads what the broker has sent, without blocking, while ``defersReads`` holds: acknowledgements and
     /// messages are reported (through their callbacks) before it returns. Does nothing otherwise.
     public func readDeferred() {
@@ -227,13 +234,15 @@ extension MQTTClient {
         self.updateInterest()
     }
 
-    /// At most this many `mosquitto_loop_read` calls per ``readDeferred()``.
-    static let maximumDeferredReadPasses = 4
+    /// At most this many `mosquitto_loop_read` calls per ``readDeferred()``: each takes at least one packet (or
+    /// what there is of it), so a bound only against a broker that keeps sending.
+    static let maximumDeferredReadPasses = 1024
 
-    /// `mosquitto_loop_read` until the socket has nothing queued (or is gone), a few passes at most.
+    /// `mosquitto_loop_read` until the socket has nothing queued (or is gone).
     ///
-    /// One call reads packets until `EAGAIN` or as many as messages are in flight; it also stops after a complete
-    /// packet when `errno` happens to hold `EAGAIN` (it never clears it), hence the reset, and the peek after it.
+    /// One call stops after a few packets — at `EAGAIN`, but also after as many packets as libmosquitto has
+    /// messages queued, and after any complete packet while `errno` happens to hold `EAGAIN` (it never clears it,
+    /// hence the reset) — so a tick's worth of PUBACKs takes several; the peek after each says whether more wait.
     func readAvailable() {
         guard let registration = self.registration, self.state == .connected else { return }
         for _ in 0..<MQTTClient.maximumDeferredReadPasses {
@@ -281,7 +290,7 @@ extension MQTTClient {
             self.dropRegistration()
             return
         }
-        var interest: IOEvents = self.readsDeferred && self.state == .connected ? .readHangup : .readable
+        var interest: IOEvents = self.deferringReads ? .readHangup : .readable
         if mosquitto_want_write(handle) { interest.insert(.writable) }
         if let registration = self.registration, registration.fileDescriptor.rawValue == socket {
             if interest != self.registeredInterest {

@@ -19,6 +19,8 @@ import TestSupport
         var acknowledged = 0
         var acknowledgedOutsideTicks = 0
         var published = 0
+        /// Messages of earlier ticks not acknowledged once a tick's read was done, per tick.
+        var unacknowledgedAfterRead: [Int] = []
     }
 
     static func runTicks(deferring: Bool, ticks: Int, perTick: Int, period: Duration) throws -> TickRun {
@@ -49,6 +51,7 @@ import TestSupport
                 inTick = true
                 defer { inTick = false }
                 client.readDeferred()
+                run.unacknowledgedAfterRead.append(run.published - run.acknowledged)
                 guard run.ticks < ticks else {
                     if let timer { loop.cancel(timer) }
                     run.reads = client.socketReadCount - readsAtStart
@@ -86,6 +89,17 @@ import TestSupport
         #expect(run.reads >= UInt64(ticks + 1) && run.reads <= UInt64(ticks + 1) + 3, "reads \(run.reads)")
         // The loop wakes for the tick's timer only: no wake-up for the acknowledgements.
         #expect(run.wakeUps <= UInt64(ticks + 1) + 2, "wake-ups \(run.wakeUps)")
+    }
+
+    @Test func beyondTheBrokersReceiveMaximumAcknowledgementsAreReadOnArrival() throws {
+        // mosquitto lets 20 messages be in flight (CONNACK Receive Maximum); libmosquitto holds the rest until
+        // PUBACKs arrive. Deferring those reads would let out 20 messages a tick: while any wait, the socket is
+        // read on arrival, and every tick finds the last one's messages all acknowledged.
+        let run = try Self.runTicks(deferring: true, ticks: 6, perTick: 90, period: .milliseconds(200))
+        #expect(run.published == 540)
+        #expect(run.acknowledged == 540)
+        #expect(run.unacknowledgedAfterRead.allSatisfy { $0 == 0 }, "\(run.unacknowledgedAfterRead)")
+        #expect(run.acknowledgedOutsideTicks > 0)
     }
 
     @Test func withoutDeferralEveryAcknowledgementIsReadOnArrival() throws {
