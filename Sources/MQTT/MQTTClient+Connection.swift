@@ -240,9 +240,8 @@ extension MQTTClient {
 
     /// `mosquitto_loop_read` until the socket has nothing queued (or is gone).
     ///
-    /// One call stops after a few packets — at `EAGAIN`, but also after as many packets as libmosquitto has
-    /// messages queued, and after any complete packet while `errno` happens to hold `EAGAIN` (it never clears it,
-    /// hence the reset) — so a tick's worth of PUBACKs takes several; the peek after each says whether more wait.
+    /// One call may stop before `EAGAIN`: libmosquitto 2.0 bounds it by its queue length and tests `errno` after
+    /// every packet without clearing it first (hence the reset). The peek after each call says whether more wait.
     func readAvailable() {
         guard let registration = self.registration, self.state == .connected else { return }
         for _ in 0..<MQTTClient.maximumDeferredReadPasses {

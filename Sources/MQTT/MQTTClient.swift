@@ -11,8 +11,7 @@ import Posix
 /// The loop owns the client: create it, call every member and receive every callback on the loop's thread.
 /// libmosquitto's socket is registered with the loop (readable — or only its hang-up while ``defersReads`` —
 /// and writable only while `mosquitto_want_write` says so), a timer runs `mosquitto_loop_misc` (keepalive,
-/// retries), and a
-/// reconnect timer with exponential backoff and jitter replaces `mosquitto_loop_forever`. See
+/// retries), and a reconnect timer with exponential backoff and jitter replaces `mosquitto_loop_forever`. See
 /// `Docs/mqtt-client.md` for what still blocks and what allocates.
 ///
 /// Lifetime: ``start()`` connects; ``disconnect()`` sends DISCONNECT (so the broker discards the will) and stops
