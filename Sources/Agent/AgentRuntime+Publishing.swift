@@ -74,6 +74,7 @@ extension AgentRuntime {
     func scheduleFlush() {
         if let timer = self.flushTimer { self.loop.cancel(timer) }
         self.flushTimer = nil
+        self.mqtt.defersReads = false
         self.api?.defersNotificationReads = self.batchMilliseconds > 0
         self.armFlush()
     }
@@ -95,7 +96,22 @@ extension AgentRuntime {
         self.flushTimer = try? self.loop.scheduleTimer(after: interval, repeating: interval) { [unowned self] in
             self.flushTick()
         }
+        self.mqtt.defersReads = self.defersBrokerReads
     }
+
+    /// Whether the batch tick reads the broker's socket (its acknowledgements and commands, Docs/mqtt.md) instead
+    /// of the loop waking up for them: while ticks run at an interval of at most ``maximumBrokerReadDeferral``,
+    /// unless the spool replays — replay refills the in-flight window every 100 ms from the acknowledgements, so it
+    /// keeps reading them as they arrive.
+    var defersBrokerReads: Bool {
+        self.flushTimer != nil && self.batchMilliseconds <= Self.maximumBrokerReadDeferral
+            && self.outbox.replayTimer == nil
+    }
+
+    /// The longest a command or an acknowledgement waits for the tick: `background_batch_ms`' default. Longer
+    /// intervals read the broker's socket on arrival (their acknowledgements wake the loop once a batch, at most
+    /// every 2 s, and a command should not wait for a 5 s tick).
+    static let maximumBrokerReadDeferral = 2_000
 
     /// When a flush is due after one at `now`: the batch interval less half a tick, so that the tick nearest to it
     /// publishes.
@@ -104,24 +120,32 @@ extension AgentRuntime {
         return MonotonicInstant(nanoseconds: now.nanoseconds &+ UInt64(max(ahead, 0)) &* 1_000_000)
     }
 
-    /// One firing of the batch timer: drains the notification sockets, publishes every pending batch when the batch
-    /// interval is up, and stops the timer when that found nothing at all.
+    /// One firing of the batch timer: drains the notification sockets, reads what the broker sent since the last
+    /// tick (acknowledgements of its publishes, commands), publishes every pending batch when the batch interval is
+    /// up, and stops the timer when that found nothing at all — the broker's socket is then watched again.
     func flushTick() {
         let drained = self.api?.drainNotifications() ?? 0
         let milliseconds = self.batchMilliseconds
         // A tick shorter than the batch interval only drains until the interval is (within half a tick) up.
+        var due = true
         if milliseconds > Self.maximumReadDeferral {
             let now = MonotonicInstant.now
-            guard now >= self.nextFlush else { return }
-            self.nextFlush = Self.flushDue(after: now, milliseconds: milliseconds)
+            due = now >= self.nextFlush
+            if due { self.nextFlush = Self.flushDue(after: now, milliseconds: milliseconds) }
         }
+        self.mqtt.defersReads = self.defersBrokerReads
         var published = false
         self.mqtt.coalescingWrites {
+            // First, so that acknowledged messages free their in-flight slots (and the spool replays) in this tick.
+            self.mqtt.readDeferred()
+            guard due else { return }
             for publisher in self.publishers.values where publisher.flushAll() { published = true }
         }
+        guard due else { return }
         if !published && drained == 0, let timer = self.flushTimer {
             self.loop.cancel(timer)
             self.flushTimer = nil
+            self.mqtt.defersReads = false
             self.api?.armNotificationWakeups()
         }
     }

@@ -8,8 +8,10 @@ import Logging
 /// (an unretained reference: the client outlives its handle, which it destroys in ``MQTTClient/close()``).
 extension MQTTClient {
     func installCallbacks(_ handle: OpaquePointer) {
-        mosquitto_connect_v5_callback_set(handle) { _, userData, reasonCode, flags, _ in
-            MQTTClient.from(userData)?.didReceiveConnack(reasonCode: reasonCode, flags: flags)
+        mosquitto_connect_v5_callback_set(handle) { _, userData, reasonCode, flags, properties in
+            guard let client = MQTTClient.from(userData) else { return }
+            client.sendQuota = MQTTClient.sendQuota(client.options, connack: properties)
+            client.didReceiveConnack(reasonCode: reasonCode, flags: flags)
         }
         mosquitto_disconnect_v5_callback_set(handle) { _, userData, result, _ in
             let savedErrno = errno
@@ -49,6 +51,22 @@ extension MQTTClient {
     static func from(_ userData: UnsafeMutableRawPointer?) -> MQTTClient? {
         guard let userData else { return nil }
         return Unmanaged<MQTTClient>.fromOpaque(userData).takeUnretainedValue()
+    }
+
+    /// How many QoS ≥ 1 messages libmosquitto lets out before their acknowledgements: our window, less on MQTT 5
+    /// when the broker's CONNACK asks for less (Receive Maximum; mosquitto's `max_inflight_messages`, 20 by
+    /// default). Messages beyond it wait in libmosquitto until a PUBACK arrives.
+    static func sendQuota(_ options: Options, connack properties: OpaquePointer?) -> Int {
+        var quota = max(options.maxInflight, 1)
+        if options.protocolVersion == .v5, let properties {
+            var receiveMaximum: UInt16 = 0
+            if mosquitto_property_read_int16(
+                properties, Int32(MQTT_PROP_RECEIVE_MAXIMUM.rawValue), &receiveMaximum, false
+            ) != nil, receiveMaximum > 0 {
+                quota = min(quota, Int(receiveMaximum))
+            }
+        }
+        return quota
     }
 
     /// CONNACK: accepted, or refused with a reason kept for the disconnect that follows.

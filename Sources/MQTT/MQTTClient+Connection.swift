@@ -173,6 +173,7 @@ extension MQTTClient {
     func socketReady(_ events: IOEvents) {
         guard self.handle != nil, let registration = self.registration else { return }
         if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) {
+            self.socketReadCount &+= 1
             self.loopCall { mosquitto_loop_read($0, 1) }
         }
         if self.registration == registration && (events.contains(.writable) || self.wantsWrite) {
@@ -187,11 +188,76 @@ extension MQTTClient {
         self.updateInterest()
     }
 
-    /// Keepalive (PINGREQ, timeout) and QoS retries, once a second while a connection exists.
+    /// Keepalive (PINGREQ, timeout) and QoS retries, every quarter keepalive while a connection exists.
     func runMisc() {
+        guard self.lifecycle.hasConnection else { return }
+        // A PINGRESP waiting unread must count before loop_misc decides the broker is gone.
+        if self.readsDeferred { self.readAvailable() }
         guard self.lifecycle.hasConnection else { return }
         self.loopCall(ignoring: CInt(MOSQ_ERR_NO_CONN.rawValue)) { mosquitto_loop_misc($0) }
         self.updateInterest()
+    }
+
+    /// While true and connected, the loop does not wake up for the broker's input: ``readDeferred()`` reads it,
+    /// so a caller that runs a periodic tick anyway (the agent's batch timer) takes the acknowledgements of its
+    /// publishes, and any message on a subscription, once per tick instead of in a wake-up of their own.
+    ///
+    /// Acknowledgements and messages then wait until the next ``readDeferred()``. What still wakes the loop at
+    /// once: the broker closing the connection (`EPOLLRDHUP`, watched on its own) or resetting it (`EPOLLHUP`,
+    /// `EPOLLERR`), and output that does not fit the socket (`EPOLLOUT`). The keepalive timer reads first, so a
+    /// PINGRESP waiting unread is never taken for a dead broker. While connecting or disconnecting the socket is
+    /// read on arrival whatever this says. Setting it false watches input again at once; whatever arrived in the
+    /// meantime is read on the loop's next pass.
+    public var defersReads: Bool {
+        get { self.readsDeferred }
+        set {
+            self.eventLoop.assertInEventLoop()
+            guard newValue != self.readsDeferred else { return }
+            self.readsDeferred = newValue
+            self.updateInterest()
+        }
+    }
+
+    /// Whether input waits for ``readDeferred()`` now: asked for, connected, and every message handed over is on
+    /// its way. Messages beyond the send quota (the broker's Receive Maximum) leave only as PUBACKs arrive, so
+    /// while any wait the socket is read on arrival, as without deferral.
+    var deferringReads: Bool {
+        self.readsDeferred && self.state == .connected && self.pending.count <= self.sendQuota
+    }
+
+    /// Reads what the broker has sent, without blocking, while ``defersReads`` holds: acknowledgements and
+    /// messages are reported (through their callbacks) before it returns. Does nothing otherwise.
+    public func readDeferred() {
+        self.eventLoop.assertInEventLoop()
+        guard self.readsDeferred else { return }
+        self.readAvailable()
+        self.updateInterest()
+    }
+
+    /// At most this many `mosquitto_loop_read` calls per ``readDeferred()``: each takes at least one packet (or
+    /// what there is of it), so a bound only against a broker that keeps sending.
+    static let maximumDeferredReadPasses = 1024
+
+    /// `mosquitto_loop_read` until the socket has nothing queued (or is gone).
+    ///
+    /// One call may stop before `EAGAIN`: libmosquitto 2.0 bounds it by its queue length and tests `errno` after
+    /// every packet without clearing it first (hence the reset). The peek after each call says whether more wait.
+    func readAvailable() {
+        guard let registration = self.registration, self.state == .connected else { return }
+        for _ in 0..<MQTTClient.maximumDeferredReadPasses {
+            errno = 0
+            self.socketReadCount &+= 1
+            self.loopCall { mosquitto_loop_read($0, 1) }
+            guard self.registration == registration, self.state == .connected,
+                  MQTTClient.hasQueuedInput(registration.fileDescriptor) else { return }
+        }
+    }
+
+    /// Whether a read of `socket` would not block: bytes queued, or the end of the stream (`MSG_PEEK`, so nothing
+    /// is taken from libmosquitto).
+    static func hasQueuedInput(_ socket: FileDescriptor) -> Bool {
+        var byte: UInt8 = 0
+        return recv(socket.rawValue, &byte, 1, CInt(MSG_PEEK) | CInt(MSG_DONTWAIT)) >= 0
     }
 
     /// Runs `mosquitto_loop_read`/`write`/`misc`; a failure the disconnect callback did not report ends the
@@ -214,7 +280,8 @@ extension MQTTClient {
         return mosquitto_want_write(handle)
     }
 
-    /// Registers libmosquitto's current socket (readable, plus writable while it wants to write).
+    /// Registers libmosquitto's current socket (readable — only its hang-up while reads are deferred — plus
+    /// writable while it wants to write).
     func updateInterest() {
         guard let handle = self.handle else { return }
         let socket = mosquitto_socket(handle)
@@ -222,7 +289,7 @@ extension MQTTClient {
             self.dropRegistration()
             return
         }
-        var interest: IOEvents = .readable
+        var interest: IOEvents = self.deferringReads ? .readHangup : .readable
         if mosquitto_want_write(handle) { interest.insert(.writable) }
         if let registration = self.registration, registration.fileDescriptor.rawValue == socket {
             if interest != self.registeredInterest {

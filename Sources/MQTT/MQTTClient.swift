@@ -9,9 +9,9 @@ import Posix
 /// An MQTT client over libmosquitto, driven by an ``EventLoop/EventLoop`` instead of libmosquitto's own thread.
 ///
 /// The loop owns the client: create it, call every member and receive every callback on the loop's thread.
-/// libmosquitto's socket is registered with the loop (readable always, writable only while
-/// `mosquitto_want_write` says so), a 1 s timer runs `mosquitto_loop_misc` (keepalive, retries), and a
-/// reconnect timer with exponential backoff and jitter replaces `mosquitto_loop_forever`. See
+/// libmosquitto's socket is registered with the loop (readable — or only its hang-up while ``defersReads`` —
+/// and writable only while `mosquitto_want_write` says so), a timer runs `mosquitto_loop_misc` (keepalive,
+/// retries), and a reconnect timer with exponential backoff and jitter replaces `mosquitto_loop_forever`. See
 /// `Docs/mqtt-client.md` for what still blocks and what allocates.
 ///
 /// Lifetime: ``start()`` connects; ``disconnect()`` sends DISCONNECT (so the broker discards the will) and stops
@@ -35,6 +35,10 @@ public final class MQTTClient {
     /// The socket's registration with the loop, while libmosquitto has a socket we watch.
     var registration: IORegistration?
     var registeredInterest: IOEvents = []
+    /// See ``defersReads``.
+    var readsDeferred = false
+    /// QoS ≥ 1 messages libmosquitto sends before it needs acknowledgements (set from each CONNACK).
+    var sendQuota = Int.max
     var miscTimer: TimerHandle?
     var reconnectTimer: TimerHandle?
     /// The delay the reconnect timer was last armed with, reported with the failure that armed it.
@@ -71,6 +75,9 @@ public final class MQTTClient {
     public internal(set) var deliveredCount: UInt64 = 0
     /// Connections accepted since creation (the first one included).
     public internal(set) var connectionCount: UInt64 = 0
+    /// `mosquitto_loop_read` calls since creation: one per socket wake-up for input, one or a few per
+    /// ``readDeferred()`` (for tests and metrics).
+    public internal(set) var socketReadCount: UInt64 = 0
 
     /// Messages awaiting their outcome; at most ``Options/maxInflight``.
     public var inflightCount: Int {

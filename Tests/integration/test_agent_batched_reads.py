@@ -7,6 +7,8 @@ pile up in the sockets) and continued, then switched to background mode (SIGUSR1
 Each test checks one promise on that record against the simulator's truth files and the agent's metrics.
 """
 import collections
+import json
+import os
 import signal
 import time
 
@@ -27,7 +29,10 @@ def run():
     with Rig(devices=2) as rig:
         rig.start_agent(rig.config_text(list(DEVICES), batch_ms=250, background_batch_ms=2000))
         record["connected"] = {k: bool(rig.wait_connected(k, 20)) for k in DEVICES}
-        time.sleep(10)
+        time.sleep(4)
+        record["wakeups"] = wakeups_per_second(rig.agent.pid, 5.0)
+        record["command_active"] = command_delay(rig, "active")
+        time.sleep(0.5)
         rig.agent.send_signal(signal.SIGSTOP)
         record["stall"] = (time.time(), time.time() + 1.5)
         time.sleep(1.5)
@@ -35,8 +40,10 @@ def run():
         time.sleep(6)
         rig.agent.send_signal(signal.SIGUSR1)
         record["background_from"] = time.monotonic()
-        # Three background batches and the metrics after them.
-        time.sleep(7)
+        # Three background batches and the metrics after them, a command among them.
+        time.sleep(3)
+        record["command_background"] = command_delay(rig, "background")
+        time.sleep(max(0.0, 7 - (time.monotonic() - record["background_from"])))
         record["messages"] = rig.subscriber.all()
         rig.agent.send_signal(signal.SIGTERM)
         record["exit_code"] = rig.agent.wait(timeout=10)
@@ -45,6 +52,33 @@ def run():
         record["log"] = rig.agent_log_text()
         record["topic"] = rig.topic
     return record
+
+
+def wakeups_per_second(pid, seconds):
+    """Voluntary context switches of every thread of `pid` per second over `seconds` (bench/daemon/run.py's
+    wake-ups)."""
+    def total():
+        count = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    count += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches:"))
+            except FileNotFoundError:
+                pass
+        return count
+    before = total()
+    time.sleep(seconds)
+    return (total() - before) / seconds
+
+
+def command_delay(rig, tag):
+    """Seconds from publishing an (unknown, so harmless) command to its answer on `P/A/cmd/result`."""
+    sent = time.monotonic()
+    rig.subscriber.publish(rig.topic("cmd"), json.dumps({"probe": tag}))
+    answer = rig.subscriber.wait_for(
+        lambda m: m.topic == rig.topic("cmd", "result") and m.arrival >= sent and m.json
+        and m.json.get("ok") is False, 10)
+    return answer.arrival - sent if answer else None
 
 
 def messages_of(run, k, stream):
@@ -116,3 +150,15 @@ def test_background_mode_publishes_every_two_seconds(run):
         assert len(late) >= 2, f"{serial(k)}: {len(late)} background BVP messages"
         sizes = collections.Counter(len(body["v"]) for body in late)
         assert max(sizes) >= 100, f"{serial(k)}: background BVP batch sizes {dict(sizes)}"
+
+
+def test_the_batch_tick_reads_the_brokers_acknowledgements_and_commands(run):
+    """The broker's PUBACKs and commands are read by the batch tick, not in a wake-up of their own: the loop wakes
+    about once per tick (4/s at 250 ms) plus the metrics (1/s here); reading on arrival made that about 2 per tick.
+    A command waits at most one batch interval (250 ms; 2 s in background mode), and a margin for a loaded
+    machine."""
+    assert run["wakeups"] <= 6.0, f"{run['wakeups']:.1f} wake-ups/s with batch_ms 250 and 2 wristbands"
+    assert run["command_active"] is not None, run["log"]
+    assert run["command_active"] <= 0.25 + 0.25, f"command answered after {run['command_active'] * 1000:.0f} ms"
+    assert run["command_background"] is not None, run["log"]
+    assert run["command_background"] <= 2.0 + 0.5, f"command answered after {run['command_background']:.2f} s"

@@ -197,8 +197,9 @@ def percentile(values, p):
 class Stack:
     """dbus-daemon, empalink-sim, mosquitto and empalinkd in a private work directory."""
 
-    def __init__(self, bindir, work, devices, batch_ms, whitelist, spool_mode="offline", peer=False):
+    def __init__(self, bindir, work, devices, batch_ms, whitelist, spool_mode="offline", peer=False, bvp="raw"):
         self.peer = peer
+        self.bvp = bvp
         self.bindir = bindir
         self.work = work
         self.devices = devices
@@ -282,6 +283,7 @@ topic_prefix = "{PREFIX}"
 
 [publish]
 batch_ms = {self.batch_ms}
+bvp = "{self.bvp}"
 metrics_interval_s = 10
 
 [spool]
@@ -408,7 +410,7 @@ def run_one(args, devices, batch_ms, spool_mode="offline", background=False):
     """One daemon run; `background`: switched to background mode (SIGUSR1, `background_batch_ms` 2000) once every
     wristband streams, before the warm-up."""
     work = os.path.join(args.work, f"n{devices}-b{batch_ms}-{spool_mode}" + ("-bg" if background else ""))
-    stack = Stack(args.bin, work, devices, batch_ms, whitelist=True, spool_mode=spool_mode)
+    stack = Stack(args.bin, work, devices, batch_ms, whitelist=True, spool_mode=spool_mode, bvp=args.bvp)
     subscriber = None
     try:
         stack.start()
@@ -538,6 +540,10 @@ def main():
                         "side by side with the daemon (empty: none)")
     parser.add_argument("--background", default="5", help="wristband counts to run the daemon at in background "
                         "mode (SIGUSR1: background_batch_ms 2000) too (empty: none)")
+    parser.add_argument("--bvp", default="raw", choices=("raw", "filtered"),
+                        help="publish.bvp: raw (default) publishes the simulator's values, which the latency and "
+                        "timestamp figures align with its truth by value; filtered (the agent's default since #18) "
+                        "cannot be aligned, so those figures are then missing")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
     args.bin = os.path.abspath(args.bin)
