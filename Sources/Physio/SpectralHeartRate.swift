@@ -65,6 +65,9 @@ public struct SpectralHeartRate: Sendable {
     public static let publishedConfidence = 0.2
     /// Weight of the newest window's spectrum in the running average (≈ 3 windows).
     static let smoothing = 0.35
+    /// Half-width, bpm, of an 8 s Hann window's main lobe (2 bins of 1/8 Hz = 0.25 Hz = 15 bpm): a pulse closer than
+    /// this plus ``motionHalfWidth`` to a motion peak shares that peak's lobe and cannot be resolved from it.
+    static let mainLobe = 15.0
 
     private let size: Int
     private let bvpFactor: Int
@@ -103,6 +106,8 @@ public struct SpectralHeartRate: Sendable {
     private var candidateLeast = 0.0
     /// Consecutive values taken from weak peaks on the track.
     private var weakRun = 0
+    /// Whether the last analysis found the wrist moving with the track inside a motion peak's main lobe.
+    private var trackInCadenceLobe = false
 
     /// - Parameters:
     ///   - bvpRate: BVP sample rate in Hz.
@@ -225,10 +230,18 @@ public struct SpectralHeartRate: Sendable {
     /// - Returns: beats per minute and a confidence in 0…1.
     /// - Complexity: O(window × grid) ≈ 90 000 multiply-adds; no allocation.
     public mutating func estimate() -> (beatsPerMinute: Double, confidence: Double)? {
+        self.trackInCadenceLobe = false
         let result = self.analyse()
         if result == nil {
             self.secondsSinceValue += 1
             if self.secondsSinceValue > Self.maximumHold { self.track = nil }
+            // Coasting through the cadence: the track lies inside a motion peak's main lobe, where an 8 s window
+            // cannot tell the pulse from the cadence and every candidate is masked or merged. The heart has not
+            // stopped; the track's value is published at the lowest confidence, not as evidence, and the track
+            // still ages (its search window widens, and after ``maximumHold`` seconds it is lost and coasting ends):
+            // the same bound as any track without a value, so a wristband that comes off mid-run publishes at most
+            // that long, at confidence ``publishedConfidence``.
+            if self.trackInCadenceLobe, let track = self.track { return (track, Self.publishedConfidence) }
         } else {
             self.secondsSinceValue = 0
         }
@@ -267,9 +280,18 @@ public struct SpectralHeartRate: Sendable {
         }
         // Motion frequencies: the accelerometer's strongest peaks and their second harmonics.
         var motionCount = 0
+        var periodic = false
         if moving {
-            var strongest = 0.0
-            for bin in 0..<bins { strongest = max(strongest, self.accPower[bin]) }
+            var strongest = 0.0, strongestBin = 0, accTotal = 0.0
+            for bin in 0..<bins {
+                accTotal += self.accPower[bin]
+                if self.accPower[bin] > strongest { strongest = self.accPower[bin]; strongestBin = bin }
+            }
+            // A cadence, not everyday movement: the strongest peak's ±12 bpm holds at least ``acceptance`` of the
+            // accelerometer's power — the bar a pulse's spectrum must pass to be acquired.
+            var lobe = 0.0
+            for bin in max(0, strongestBin - 12)...min(bins - 1, strongestBin + 12) { lobe += self.accPower[bin] }
+            periodic = accTotal > 0 && lobe >= Self.acceptance * accTotal
             for bin in 1..<(bins - 1) where motionCount < 3 {
                 let p = self.accPower[bin]
                 if p >= 0.1 * strongest, p >= self.accPower[bin - 1], p > self.accPower[bin + 1] {
@@ -327,6 +349,10 @@ public struct SpectralHeartRate: Sendable {
         }
 
         if let track = self.track {
+            for index in 0..<motionCount
+            where periodic && abs(self.motionPeaks[index] - track) <= Self.mainLobe + Self.motionHalfWidth {
+                self.trackInCadenceLobe = true
+            }
             let radius = 12 + 3 * Double(self.secondsSinceValue)
             var chosen: (bin: Int, concentration: Double)?
             for index in 0..<peakCount {
