@@ -108,6 +108,10 @@ public struct SpectralHeartRate: Sendable {
     private var weakRun = 0
     /// Whether the last analysis found the wrist moving with the track inside a motion peak's main lobe.
     private var trackInCadenceLobe = false
+    /// The last value from a peak of its own (not a weak peak, not the merged cadence peak), which coasting holds.
+    private var coastValue: Double?
+    /// Whether the last analysis's value came from the merged cadence peak.
+    private var fromMergedPeak = false
 
     /// - Parameters:
     ///   - bvpRate: BVP sample rate in Hz.
@@ -155,6 +159,7 @@ public struct SpectralHeartRate: Sendable {
         self.candidate = nil
         self.candidateTicks = 0
         self.weakRun = 0
+        self.coastValue = nil
     }
 
     /// The signal was interrupted: the window starts over (8 s before the next value); the track is kept.
@@ -177,6 +182,7 @@ public struct SpectralHeartRate: Sendable {
         guard beatsPerMinute.isFinite, beatsPerMinute >= Double(Self.lowestBPM),
               beatsPerMinute <= Double(Self.highestBPM) else { return }
         self.track = beatsPerMinute
+        self.coastValue = beatsPerMinute
         self.secondsSinceValue = 0
         self.weakRun = 0
         self.candidate = nil
@@ -231,17 +237,28 @@ public struct SpectralHeartRate: Sendable {
     /// - Complexity: O(window × grid) ≈ 90 000 multiply-adds; no allocation.
     public mutating func estimate() -> (beatsPerMinute: Double, confidence: Double)? {
         self.trackInCadenceLobe = false
+        self.fromMergedPeak = false
         let result = self.analyse()
+        if let result, !self.fromMergedPeak, result.confidence > Self.publishedConfidence {
+            self.coastValue = result.beatsPerMinute
+        }
         if result == nil {
             self.secondsSinceValue += 1
-            if self.secondsSinceValue > Self.maximumHold { self.track = nil }
+            if self.secondsSinceValue > Self.maximumHold {
+                self.track = nil
+                self.coastValue = nil
+            }
             // Coasting through the cadence: the track lies inside a motion peak's main lobe, where an 8 s window
             // cannot tell the pulse from the cadence and every candidate is masked or merged. The heart has not
             // stopped; the track's value is published at the lowest confidence, not as evidence, and the track
             // still ages (its search window widens, and after ``maximumHold`` seconds it is lost and coasting ends):
             // the same bound as any track without a value, so a wristband that comes off mid-run publishes at most
             // that long, at confidence ``publishedConfidence``.
-            if self.trackInCadenceLobe, let track = self.track { return (track, Self.publishedConfidence) }
+            // The value held is the last one from a peak of its own: a weak peak or the merged cadence peak may
+            // have pulled the track toward the cadence already.
+            if self.trackInCadenceLobe, self.track != nil, let value = self.coastValue {
+                return (value, Self.publishedConfidence)
+            }
         } else {
             self.secondsSinceValue = 0
         }
@@ -400,6 +417,7 @@ public struct SpectralHeartRate: Sendable {
                 let c = self.concentrationTotal(at: bin, total: total)
                 guard c >= Self.trackingAcceptance else { break }
                 guard let value = self.accept(bin: bin, concentration: c) else { return nil }
+                self.fromMergedPeak = true
                 return (value.beatsPerMinute, min(value.confidence, 0.3))
             }
             return nil
