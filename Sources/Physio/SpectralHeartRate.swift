@@ -20,6 +20,10 @@
 ///   the lowest confidence, at most 10 s in a row; failing that, a motion peak within ±8 bpm of the track — the
 ///   cadence on the heart rate, which an 8 s window cannot resolve — with confidence at most 0.3. A candidate outside
 ///   the search window with twice the concentration takes the track over once it has been acquired as above.
+/// - Coasting: when none of these applies, the wrist moves periodically (the strongest ACC peak's ±12 bpm holds
+///   ≥ ``acceptance`` of the ACC power) and the track lies within ``mainLobe`` + ``motionHalfWidth`` of a motion
+///   peak, the last value from a peak of its own is published at ``publishedConfidence`` — a hold while the pulse
+///   cannot be resolved from the cadence, which does not keep the track alive (lost after ``maximumHold`` s).
 /// - Nothing is published when the BVP is flat or no candidate passes (no pulse: off-wrist, no contact, a PPG that
 ///   shows only the motion); after 10 s without a value the track is lost.
 ///
@@ -248,14 +252,13 @@ public struct SpectralHeartRate: Sendable {
                 self.track = nil
                 self.coastValue = nil
             }
-            // Coasting through the cadence: the track lies inside a motion peak's main lobe, where an 8 s window
-            // cannot tell the pulse from the cadence and every candidate is masked or merged. The heart has not
-            // stopped; the track's value is published at the lowest confidence, not as evidence, and the track
-            // still ages (its search window widens, and after ``maximumHold`` seconds it is lost and coasting ends):
-            // the same bound as any track without a value, so a wristband that comes off mid-run publishes at most
-            // that long, at confidence ``publishedConfidence``.
-            // The value held is the last one from a peak of its own: a weak peak or the merged cadence peak may
-            // have pulled the track toward the cadence already.
+            // Coasting through the cadence: the wrist moves periodically and the track lies inside a motion peak's
+            // main lobe, where an 8 s window cannot tell the pulse from the cadence and every candidate is masked or
+            // merged. The heart has not stopped: the last value from a peak of its own (a weak peak or the merged
+            // cadence peak may already have pulled the track toward the cadence) is published at the lowest
+            // confidence, as a hold, not as evidence. The track still ages (its search window widens; after
+            // ``maximumHold`` seconds it is lost and coasting ends): a wristband that comes off mid-run publishes at
+            // most that long, at ``publishedConfidence``.
             if self.trackInCadenceLobe, self.track != nil, let value = self.coastValue {
                 return (value, Self.publishedConfidence)
             }
