@@ -20,6 +20,10 @@
 ///   the lowest confidence, at most 10 s in a row; failing that, a motion peak within ±8 bpm of the track — the
 ///   cadence on the heart rate, which an 8 s window cannot resolve — with confidence at most 0.3. A candidate outside
 ///   the search window with twice the concentration takes the track over once it has been acquired as above.
+/// - Coasting: when none of these applies, the wrist moves periodically (the strongest ACC peak's ±12 bpm holds
+///   ≥ ``acceptance`` of the ACC power) and the track lies within ``mainLobe`` + ``motionHalfWidth`` of a motion
+///   peak, the last value from a peak of its own is published at ``publishedConfidence`` — a hold while the pulse
+///   cannot be resolved from the cadence, which does not keep the track alive (lost after ``maximumHold`` s).
 /// - Nothing is published when the BVP is flat or no candidate passes (no pulse: off-wrist, no contact, a PPG that
 ///   shows only the motion); after 10 s without a value the track is lost.
 ///
@@ -65,6 +69,9 @@ public struct SpectralHeartRate: Sendable {
     public static let publishedConfidence = 0.2
     /// Weight of the newest window's spectrum in the running average (≈ 3 windows).
     static let smoothing = 0.35
+    /// Half-width, bpm, of an 8 s Hann window's main lobe (2 bins of 1/8 Hz = 0.25 Hz = 15 bpm): a pulse closer than
+    /// this plus ``motionHalfWidth`` to a motion peak shares that peak's lobe and cannot be resolved from it.
+    static let mainLobe = 15.0
 
     private let size: Int
     private let bvpFactor: Int
@@ -103,6 +110,12 @@ public struct SpectralHeartRate: Sendable {
     private var candidateLeast = 0.0
     /// Consecutive values taken from weak peaks on the track.
     private var weakRun = 0
+    /// Whether the last analysis found the wrist moving with the track inside a motion peak's main lobe.
+    private var trackInCadenceLobe = false
+    /// The last value from a peak of its own (not a weak peak, not the merged cadence peak), which coasting holds.
+    private var coastValue: Double?
+    /// Whether the last analysis's value came from the merged cadence peak.
+    private var fromMergedPeak = false
 
     /// - Parameters:
     ///   - bvpRate: BVP sample rate in Hz.
@@ -150,6 +163,7 @@ public struct SpectralHeartRate: Sendable {
         self.candidate = nil
         self.candidateTicks = 0
         self.weakRun = 0
+        self.coastValue = nil
     }
 
     /// The signal was interrupted: the window starts over (8 s before the next value); the track is kept.
@@ -172,6 +186,7 @@ public struct SpectralHeartRate: Sendable {
         guard beatsPerMinute.isFinite, beatsPerMinute >= Double(Self.lowestBPM),
               beatsPerMinute <= Double(Self.highestBPM) else { return }
         self.track = beatsPerMinute
+        self.coastValue = beatsPerMinute
         self.secondsSinceValue = 0
         self.weakRun = 0
         self.candidate = nil
@@ -225,10 +240,28 @@ public struct SpectralHeartRate: Sendable {
     /// - Returns: beats per minute and a confidence in 0…1.
     /// - Complexity: O(window × grid) ≈ 90 000 multiply-adds; no allocation.
     public mutating func estimate() -> (beatsPerMinute: Double, confidence: Double)? {
+        self.trackInCadenceLobe = false
+        self.fromMergedPeak = false
         let result = self.analyse()
+        if let result, !self.fromMergedPeak, result.confidence > Self.publishedConfidence {
+            self.coastValue = result.beatsPerMinute
+        }
         if result == nil {
             self.secondsSinceValue += 1
-            if self.secondsSinceValue > Self.maximumHold { self.track = nil }
+            if self.secondsSinceValue > Self.maximumHold {
+                self.track = nil
+                self.coastValue = nil
+            }
+            // Coasting through the cadence: the wrist moves periodically and the track lies inside a motion peak's
+            // main lobe, where an 8 s window cannot tell the pulse from the cadence and every candidate is masked or
+            // merged. The heart has not stopped: the last value from a peak of its own (a weak peak or the merged
+            // cadence peak may already have pulled the track toward the cadence) is published at the lowest
+            // confidence, as a hold, not as evidence. The track still ages (its search window widens; after
+            // ``maximumHold`` seconds it is lost and coasting ends): a wristband that comes off mid-run publishes at
+            // most that long, at ``publishedConfidence``.
+            if self.trackInCadenceLobe, self.track != nil, let value = self.coastValue {
+                return (value, Self.publishedConfidence)
+            }
         } else {
             self.secondsSinceValue = 0
         }
@@ -267,9 +300,18 @@ public struct SpectralHeartRate: Sendable {
         }
         // Motion frequencies: the accelerometer's strongest peaks and their second harmonics.
         var motionCount = 0
+        var periodic = false
         if moving {
-            var strongest = 0.0
-            for bin in 0..<bins { strongest = max(strongest, self.accPower[bin]) }
+            var strongest = 0.0, strongestBin = 0, accTotal = 0.0
+            for bin in 0..<bins {
+                accTotal += self.accPower[bin]
+                if self.accPower[bin] > strongest { strongest = self.accPower[bin]; strongestBin = bin }
+            }
+            // A cadence, not everyday movement: the strongest peak's ±12 bpm holds at least ``acceptance`` of the
+            // accelerometer's power — the bar a pulse's spectrum must pass to be acquired.
+            var lobe = 0.0
+            for bin in max(0, strongestBin - 12)...min(bins - 1, strongestBin + 12) { lobe += self.accPower[bin] }
+            periodic = accTotal > 0 && lobe >= Self.acceptance * accTotal
             for bin in 1..<(bins - 1) where motionCount < 3 {
                 let p = self.accPower[bin]
                 if p >= 0.1 * strongest, p >= self.accPower[bin - 1], p > self.accPower[bin + 1] {
@@ -327,6 +369,10 @@ public struct SpectralHeartRate: Sendable {
         }
 
         if let track = self.track {
+            for index in 0..<motionCount
+            where periodic && abs(self.motionPeaks[index] - track) <= Self.mainLobe + Self.motionHalfWidth {
+                self.trackInCadenceLobe = true
+            }
             let radius = 12 + 3 * Double(self.secondsSinceValue)
             var chosen: (bin: Int, concentration: Double)?
             for index in 0..<peakCount {
@@ -374,6 +420,7 @@ public struct SpectralHeartRate: Sendable {
                 let c = self.concentrationTotal(at: bin, total: total)
                 guard c >= Self.trackingAcceptance else { break }
                 guard let value = self.accept(bin: bin, concentration: c) else { return nil }
+                self.fromMergedPeak = true
                 return (value.beatsPerMinute, min(value.confidence, 0.3))
             }
             return nil

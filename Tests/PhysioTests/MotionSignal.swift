@@ -14,6 +14,9 @@ struct MotionSignal {
     var swingG = 0.4
     /// PPG artefact amplitude relative to the pulse's.
     var artefactRatio = 1.0
+    /// Broadband wobble in the PPG that the accelerometer does not explain, relative to the artefact's amplitude
+    /// (noise low-passed at 8 Hz, unit standard deviation; bench/ibi/walk.py uses 0.3). Only while moving.
+    var wobble = 0.0
     /// Whether there is a pulse at all (off-wrist: no).
     var pulse = true
     var seed: UInt64 = 7
@@ -35,6 +38,7 @@ struct MotionSignal {
         var raw: [Double] = []
         var phase = 0.0
         var swing = 0.0
+        var wander = 0.0
         let count = Int(duration * 64)
         for index in 0..<count {
             let t = offset + Double(index) / 64
@@ -59,6 +63,11 @@ struct MotionSignal {
                     + 0.4 * exp(-((u - 0.45) / 0.1) * ((u - 0.45) / 0.1)) + 0.3 * (1 - u))
             }
             value += 2 * (Double(random.next() % 1000) / 1000 - 0.5)
+            if moving && self.wobble > 0 {
+                // One pole at 8 Hz (α = 1 − e^(−2π·8/64) ≈ 0.54) on uniform noise (σ 0.29): σ ≈ 0.17, scaled to 1.
+                wander += 0.54 * (Double(random.next() % 1000) / 1000 - 0.5 - wander)
+                value += 80 * self.artefactRatio * self.wobble * wander / 0.17
+            }
             if moving {
                 value += 80 * self.artefactRatio * (sin(swing + 1.1) + 0.5 * sin(2 * swing + 2.0)
                     + 0.25 * sin(3 * swing + 0.4))

@@ -119,4 +119,68 @@ import TestSupport
         #expect(values.count >= 30)
         #expect(self.meanError(values) < 3)
     }
+    @Test func keepsTrackingWhileTheHeartRateCrossesTheCadence() {
+        // Running at 156 steps a minute (2.6 Hz) while the heart climbs 120 → 170 bpm through it: within the
+        // cadence's main lobe (±15 bpm of an 8 s window) the pulse cannot be resolved, and the track used to be
+        // dropped there. It must be published ≥ 90 % of the motion time, within 5 bpm on average.
+        let rate: (Double) -> Double = { $0 < 40 ? 120 : 145 - 25 * exp(-($0 - 40) / 30) }
+        let signal = MotionSignal(heartRate: rate, cadence: 2.6, swingStart: 40, swingG: 1.0, artefactRatio: 2.5,
+                                  wobble: 0.3)
+        var engine = IBIEngine()
+        let run = signal.run(&engine, duration: 200)
+        let crossing = run.ticks.filter { $0.time >= 50 && $0.time < 200 && $0.sample != nil }
+        #expect(crossing.count >= 135)  // of 150 seconds
+        #expect(self.meanError(crossing) < 5)
+        let near = crossing.filter { abs($0.truth - 156) <= 19 }
+        #expect(near.count >= 85)  // truth within 19 bpm of the cadence: 95 s
+    }
+
+    @Test func publishesNothingConfidentAfterThePulseVanishesMidRun() {
+        // Running with the heart near the cadence (coasting is allowed there), then the wristband slips off: the
+        // accelerometer still swings, the PPG shows only the motion. Once the window holds no pulse nothing above
+        // the merged-peak confidence (0.3) comes out; a coasted value (0.2) at most for the track's life (10 s).
+        let running = MotionSignal(heartRate: { _ in 148 }, cadence: 2.6, swingStart: 20, swingG: 1.0,
+                                   artefactRatio: 2.0)
+        var engine = IBIEngine()
+        _ = running.run(&engine, duration: 90)
+        let off = MotionSignal(heartRate: { _ in 148 }, cadence: 2.6, swingG: 1.0, artefactRatio: 2.0, pulse: false,
+                               seed: 8)
+        let run = off.run(&engine, duration: 60, from: 90)
+        let after = run.ticks.filter { $0.time >= 90 + 8 && $0.sample != nil }
+        #expect(after.allSatisfy { $0.sample!.confidence <= 0.3 })
+        #expect(after.filter { $0.time >= 90 + 8 + 10 + 2 }.allSatisfy { $0.sample!.confidence > 0.2 })
+    }
+    /// The estimator alone, seeded on the pulse at `pulse` bpm, then `seconds` of running at `cadence` bpm: the PPG
+    /// carries the pulse (if any) and an artefact 3 × its amplitude at the cadence, which the ACC shows too.
+    func coastingValues(pulse: Double?, cadence: Double, seconds: Int) -> [(second: Int, bpm: Double, confidence: Double)] {
+        var estimator = SpectralHeartRate()
+        var values: [(second: Int, bpm: Double, confidence: Double)] = []
+        for index in 0..<(seconds * 64) {
+            let t = Double(index) / 64
+            let beat = pulse.map { 80 * sin(2 * .pi * $0 / 60 * t) } ?? 0
+            estimator.appendBVP(beat + 240 * sin(2 * .pi * cadence / 60 * t + 1.1))
+            if index % 2 == 0 {
+                estimator.appendACC(x: (8 + 64 * sin(2 * .pi * cadence / 60 * t)).rounded(), y: -4, z: 62)
+            }
+            if index % 64 == 63 {
+                if let pulse, index < 64 * 9 { estimator.seed(beatsPerMinute: pulse) }  // clean beats until 9 s
+                if let value = estimator.estimate() { values.append((index / 64, value.beatsPerMinute, value.confidence)) }
+            }
+        }
+        return values
+    }
+
+    @Test func coastsThroughTheCadencesLobeForTheTracksLifeAtTheLowestConfidence() {
+        // The heart at 146 bpm, 10 bpm below a 156 /min cadence: inside the cadence's main lobe, no peak of its own
+        // (the merged peak is farther than 8 bpm from the track). The track's value is published at the lowest
+        // confidence for at most the track's life (10 s), then nothing; without the coasting nothing at all.
+        let values = self.coastingValues(pulse: 146, cadence: 156, seconds: 40)
+        let coasted = values.filter { $0.second >= 10 }
+        #expect(coasted.count >= 7)
+        #expect(coasted.allSatisfy { abs($0.bpm - 146) <= 1 && $0.confidence <= SpectralHeartRate.publishedConfidence })
+        #expect(coasted.allSatisfy { $0.second <= 9 + 10 + 1 })
+        // Far from the cadence there is nothing to coast through: a dropped track publishes nothing.
+        let far = self.coastingValues(pulse: nil, cadence: 100, seconds: 40).filter { $0.second >= 10 }
+        #expect(far.isEmpty)
+    }
 }
