@@ -67,7 +67,7 @@ let package = Package(
 
         // The daemon's library (command line today; the forwarder arrives with later issues).
         .target(name: "Agent", dependencies: ["Config", "Posix", "EventLoop", "Logging", "CLinux", "CSystemd", "DBus",
-                                              "E4", "EmpaLink", "MQTT", "Physio", "Spool"], swiftSettings: strict),
+                                              "E4", "EmpaLink", "Fleet", "MQTT", "Physio", "Spool"], swiftSettings: strict),
         // The consumer core (SPEC §17): subscription to `P/+/+/#`, payload reader, de-duplication, reordering, gaps;
         // and the tools built on it: the E4 streaming-server endpoint, the E4 connect recorder, the live watch.
         .target(name: "Consumer", dependencies: ["Agent", "MQTT", "Config", "EventLoop", "Logging", "Posix", "CZlib"],

@@ -35,6 +35,11 @@ extension AgentRuntime: EmpaticaDelegate {
             self.logger.info("disconnecting \(device.serialNumber): \(reason)", ["DEVICE": device.serialNumber])
             device.disconnect()
         }
+        // Fleet mode: wristbands are connected only on the coordinator's `.connect`, under a lease (SPEC §18).
+        guard self.fleet == nil else {
+            api.reconcileDiscovery()
+            return
+        }
         var active = api.devices.filter { $0.isConnectionWanted }.count
         for device in api.devices where !device.isConnectionWanted && self.isWhitelisted(device) {
             guard active < self.configuration.bluetooth.maxConnections else { break }
@@ -76,6 +81,7 @@ extension AgentRuntime: EmpaticaDelegate {
         if device.deviceStatus == .disconnected || device.deviceStatus == .connected {
             self.reconcileConnections()
         }
+        self.fleetDeviceStatusChanged(device)
     }
 
     /// Publishes the wristband's retained status, unless it is the one last published.

@@ -213,6 +213,7 @@ extension AgentRuntime {
                     ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
                 ]))
             }
+        let fleet = self.fleet.map { [("fleet", self.fleetMetricsJSON($0))] } ?? []
         return Self.object([
             ("uptime_s", Self.number(self.uptimeSeconds, decimals: 1)),
             ("mode", Self.quote(self.mode.rawValue)),
@@ -242,7 +243,7 @@ extension AgentRuntime {
                 ("abandoned_calls", String(self.api?.abandonedCalls ?? 0)),
                 ("stale_replies", String(self.api?.staleReplies ?? 0)),
             ])),
-        ])
+        ] + fleet)
     }
 
     /// The metrics' `control`: what the command topic and the control socket received and refused.

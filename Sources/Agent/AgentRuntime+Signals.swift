@@ -142,6 +142,7 @@ extension AgentRuntime {
             // Retained status says so now; BlueZ's confirmation may come after we have left the broker.
             self.publishDeviceStatus(device, overriding: .disconnected)
         }
+        self.shutdownFleet()
         self.publishStatus(online: false)
         let deadline = MonotonicInstant.now.advanced(by: .seconds(3))
         // Give queued messages a moment to be acknowledged and BlueZ time to answer a subscription still in flight
@@ -149,7 +150,8 @@ extension AgentRuntime {
         do throws(Errno) {
             _ = try self.loop.scheduleTimer(after: .milliseconds(50), repeating: .milliseconds(50)) {
                 [unowned self] in
-                let settled = self.mqtt.inflightCount == 0 && self.api?.isSubscribing != true
+                let settled = self.mqtt.inflightCount == 0 && (self.fleet?.mqtt.inflightCount ?? 0) == 0
+                    && self.api?.isSubscribing != true
                 if settled || MonotonicInstant.now >= deadline { self.leave() }
             }
         } catch {
@@ -163,6 +165,7 @@ extension AgentRuntime {
     func leave() {
         guard !self.leaving else { return }
         self.leaving = true
+        self.fleet?.mqtt.disconnect()
         self.mqtt.disconnect()
         do throws(Errno) {
             _ = try self.loop.scheduleTimer(after: .milliseconds(100)) { [unowned self] in self.loop.stop() }

@@ -34,6 +34,8 @@ public final class AgentRuntime {
     /// `P/A`.
     let topicBase: String
 
+    /// Fleet mode's coordinator and broker connection; `nil` unless `fleet.enabled` (SPEC §18).
+    let fleet: FleetLink?
     var api: EmpaticaAPI?
     var apiKey: String?
     var publishers: [String: DevicePublisher] = [:]
@@ -96,6 +98,7 @@ public final class AgentRuntime {
         } catch {
             throw AgentError(error.message)
         }
+        self.fleet = try Self.makeFleet(configuration, loop: self.loop, logger: logger)
         var spool: Spool?
         do {
             let opened = try Spool(options: SpoolOptions(configuration.spool), eventLoop: self.loop)
@@ -125,6 +128,7 @@ public final class AgentRuntime {
         self.outbox.close()
         self.control?.close()
         self.api?.close()
+        self.fleet?.mqtt.close()
         self.mqtt.close()
         self.loop.close()
         return self.exitCode
@@ -153,6 +157,7 @@ public final class AgentRuntime {
         } catch {
             throw AgentError(error.message)
         }
+        try self.startFleet()
         self.connectBus()
         self.scheduleFlush()
         self.scheduleMetrics()

@@ -24,6 +24,13 @@ struct ReloadPlan: Equatable {
         if new.auth.keyring != old.auth.keyring { restartNeeded.append("auth.keyring") }
         if new.spool != old.spool { restartNeeded.append("[spool]") }
         if new.control != old.control { restartNeeded.append("[control]") }
+        // Fleet mode on or off changes who may connect what: the coordinator, its broker connection and its will
+        // exist from the start or not at all.
+        if new.fleet != old.fleet { restartNeeded.append("[fleet]") }
+        if old.fleet.enabled && new.wristbands.map(\.serial) != old.wristbands.map(\.serial) {
+            restartNeeded.append("the fleet's wristbands (a removed one is disconnected now, a new one is claimed "
+                                     + "after a restart)")
+        }
         var bluetooth = new.bluetooth
         bluetooth.mode = old.bluetooth.mode
         if bluetooth != old.bluetooth { restartNeeded.append("[bluetooth] (except mode)") }

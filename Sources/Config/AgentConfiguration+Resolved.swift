@@ -63,6 +63,7 @@ extension AgentConfiguration {
             onFull: SpoolFullPolicy(rawValue: table.string("spool.on_full")) ?? .dropOldest,
             replayRate: table.int("spool.replay_rate"))
         self.control = Control(mqttCommands: table.bool("control.mqtt_commands"))
+        self.fleet = Fleet(enabled: table.bool("fleet.enabled"))
         self.resolved = values.mapValues(\.kind)
         self.positions = values.compactMapValues { $0.position.line > 0 ? $0.position : nil }
     }

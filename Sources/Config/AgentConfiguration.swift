@@ -108,6 +108,11 @@ public struct AgentConfiguration: Sendable, Equatable {
         public var mqttCommands: Bool
     }
 
+    /// SPEC §18: several boards, one ward.
+    public struct Fleet: Sendable, Equatable {
+        public var enabled: Bool
+    }
+
     public var agent: Agent
     public var auth: Auth
     public var bluetooth: Bluetooth
@@ -116,6 +121,7 @@ public struct AgentConfiguration: Sendable, Equatable {
     public var publish: Publish
     public var spool: Spool
     public var control: Control
+    public var fleet: Fleet
 
     /// Every resolved value by dotted path (wristbands excluded), for `--json` and the reference.
     public let resolved: [String: TOMLValue.Kind]

@@ -10,6 +10,7 @@ public enum ConfigSchema {
         ("publish", "Which streams are published and how they are batched."),
         ("spool", "The crash-safe disk spool that holds data while the broker is away."),
         ("control", "Remote control surfaces."),
+        ("fleet", "Several boards sharing one ward through the broker (SPEC §18, Docs/fleet.md). Off by default."),
     ]
 
     /// The MQTT streams a device can publish.
@@ -145,6 +146,11 @@ public enum ConfigSchema {
 
         ConfigKey("control.mqtt_commands", .boolean, default: .value(.boolean(false)),
                   "Accept commands on `<prefix>/<agent.id>/cmd`."),
+
+        ConfigKey("fleet.enabled", .boolean, default: .value(.boolean(false)),
+                  "Fleet mode: wristbands are connected only under a lease negotiated on `<prefix>/fleet/#` over a "
+                      + "second MQTT connection (client id `<mqtt.client_id>-fleet`); the board id is `agent.id`, "
+                      + "which must then not be `fleet`. Turning it on or off needs a restart."),
     ]
 
     /// The key at `path`, if there is one.

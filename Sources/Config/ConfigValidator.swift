@@ -290,6 +290,14 @@ public enum ConfigValidator {
             } else if let key, cert == nil {
                 self.error("mqtt.tls.key_file: a client key needs tls.cert_file", at: key.position)
             }
+            // SPEC §18: the board id is a topic segment beside `P/fleet/…`; `fleet` would put the board's own
+            // topics (`P/fleet/<S>/…`) inside the fleet's tree. (`agent.id` is an identifier by its type already.)
+            if let flag = self.values["fleet.enabled"], case .boolean(true) = flag.kind,
+               case .string(let id)? = self.values["agent.id"]?.kind, id == "fleet" {
+                let position = self.values["agent.id"].map(\.position).flatMap { $0.line > 0 ? $0 : nil }
+                self.error("agent.id: \"fleet\" cannot name a board in fleet mode (its topics would be "
+                               + "P/fleet/…); choose another id", at: position ?? flag.position)
+            }
             self.checkWristbands()
         }
 

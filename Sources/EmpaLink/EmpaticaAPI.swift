@@ -302,8 +302,11 @@ public final class EmpaticaAPI {
     /// A device appeared or changed: track devices a profile recognises, report new ones, pass state changes on.
     func deviceChanged(_ path: String, names: [String] = []) {
         guard let info = self.bluez.device(at: path) else { return }
+        let announced = (names.isEmpty || names.contains("RSSI"))
+            && EmpaticaDeviceManager.reportedRSSI(info.rssi) != nil
         if let device = self.devicesByPath[path] {
             device.update(info)
+            if announced { device.rssiAnnouncedAt = .now }
             device.propertiesChanged(names)
             if names.contains("Name") { self.reportDevices() }
             return
@@ -311,6 +314,7 @@ public final class EmpaticaAPI {
         guard let address = info.address, let profile = self.profile(for: address, info) else { return }
         let device = EmpaticaDeviceManager(api: self, path: path, address: address, info: info, profile: profile)
         device.allowed = self.grant.map { Self.allows($0, device) } ?? false
+        if announced { device.rssiAnnouncedAt = .now }
         self.devicesByPath[path] = device
         self.reportDevices()
     }

@@ -47,6 +47,11 @@ public final class EmpaticaDeviceManager {
     public var serialNumber: String { self.address.serial }
     public private(set) var name: String
     public private(set) var rssi: Int?
+    /// When BlueZ last announced an `RSSI` for the device (`InterfacesAdded` with one, or a `PropertiesChanged`
+    /// naming it): the only sign it exposes that the device was heard. bluetoothd announces changes of 8 dBm or
+    /// more and re-announces at every LE scan restart (~10 s), and keeps the last value after the device falls
+    /// silent, so ``rssi`` alone does not say the device is still heard.
+    public internal(set) var rssiAnnouncedAt: MonotonicInstant?
     /// Whether the API key unlocks this wristband.
     public internal(set) var allowed: Bool = false
     public private(set) var deviceStatus: DeviceStatus = .disconnected

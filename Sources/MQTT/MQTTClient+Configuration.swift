@@ -65,7 +65,7 @@ extension MQTTClient {
     }
 
     /// The Last Will; on MQTT 5 with the content type, like every other message.
-    private func configureWill(_ handle: OpaquePointer, _ will: Will) throws(MQTTError) {
+    func configureWill(_ handle: OpaquePointer, _ will: Will) throws(MQTTError) {
         var properties: OpaquePointer?
         if self.options.protocolVersion == .v5, let contentType = self.options.contentType {
             try check(

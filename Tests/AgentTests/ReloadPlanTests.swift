@@ -1,5 +1,6 @@
 @testable import Agent
 import Config
+import Foundation
 import Testing
 
 /// SIGHUP's decision (SPEC §4): whitelist, publish and mode apply live; everything else waits for a restart.
@@ -91,5 +92,29 @@ import Testing
         }
         #expect(moved.applied.auth == old.auth, "the whole [auth] waits when the keyring path changed")
         #expect(moved.restartNeeded == ["auth.keyring"])
+    }
+
+    @Test func turningFleetModeOnOrOffWaitsForARestart() throws {
+        let (plan, old, _) = try Self.plan { $0 + "\n[fleet]\nenabled = true\n" }
+        #expect(plan.restartNeeded == ["[fleet]"])
+        #expect(plan.applied.fleet == old.fleet)
+        let on = try configuration(Self.base + "\n[fleet]\nenabled = true\n")
+        let off = ReloadPlan(running: on, loaded: try configuration(Self.base))
+        #expect(off.restartNeeded == ["[fleet]"])
+        #expect(off.applied.fleet.enabled)
+    }
+
+    @Test func inFleetModeANewWhitelistNamesWhatWaitsForARestart() throws {
+        let on = try configuration(Self.base + "\n[fleet]\nenabled = true\n")
+        let added = try configuration(Self.base.replacingOccurrences(of: "label = \"bed 4\"",
+                                                                      with: "label = \"bed 4\"\n[[wristband]]\nserial = \"9ff168\"")
+                                          + "\n[fleet]\nenabled = true\n")
+        let plan = ReloadPlan(running: on, loaded: added)
+        #expect(plan.wristbandsChanged)
+        #expect(plan.restartNeeded.count == 1 && plan.restartNeeded[0].hasPrefix("the fleet's wristbands"))
+        // A relabel is not a new wristband.
+        let relabelled = try configuration(Self.base.replacingOccurrences(of: "bed 4", with: "bed 5")
+                                               + "\n[fleet]\nenabled = true\n")
+        #expect(ReloadPlan(running: on, loaded: relabelled).restartNeeded.isEmpty)
     }
 }
