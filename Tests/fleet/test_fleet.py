@@ -72,8 +72,6 @@ def consumer_sessions(messages):
         entry = sessions.setdefault((parts[2], body["sid"]), {"board": parts[1], "first_t": body["t"]})
         entry["first_t"] = min(entry["first_t"], body["t"])
         entry.setdefault(parts[3], {})[body["seq"]] = len(body["v"])
-        ends = entry.setdefault("end", {})
-        ends[parts[3]] = max(ends.get(parts[3], 0.0), body["t"] + (len(body["v"]) - 1) / body["fs"])
     return sessions
 
 
@@ -199,18 +197,19 @@ def test_a_ward_of_three_boards():
                             key = (r["session"], stream)
                             delivered[key] = delivered.get(key, 0) + 1
                             times.setdefault(key, []).append((float(r["t"]), r["counter"]))
-                seen, seen_end, killed = {}, {}, set()
+                seen, killed_at = {}, []
                 for (serial_, sid), entry in sessions.items():
                     if serial_ != s:
                         continue
                     before = [n for t0, n in starts_t if t0 <= entry["first_t"] + 1.0]
                     number = before[-1] if before else "?"
-                    if entry["board"] == board_id("c") and entry["first_t"] < kill_wall:
-                        killed.add(number)
+                    if s in pickups and entry["board"] == board_id("c") and entry["first_t"] < kill_wall:
+                        killed_at.append((entry["first_t"], number))
                     for stream in STREAMS:
                         key = (number, stream)
                         seen[key] = seen.get(key, 0) + sum(entry.get(stream, {}).values())
-                        seen_end[key] = max(seen_end.get(key, 0.0), entry.get("end", {}).get(stream, 0.0))
+                # The session the dead board held at the kill: its last one before it on board-c.
+                killed = {max(killed_at)[1]} if killed_at else set()
                 for key, count in sorted(delivered.items()):
                     compared += count
                     short = count - seen.get(key, 0)
