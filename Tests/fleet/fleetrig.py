@@ -56,6 +56,7 @@ class Broker:
         self.port = free_port()
         self.process = None
         self.starts = 0
+        self.started_wall = []
         self.config = work / "mosquitto.conf"
         self.config.write_text(
             f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
@@ -73,6 +74,7 @@ class Broker:
         self.process = self.processes.start(["mosquitto", "-c", self.config], log=self.log)
         wait_until(lambda: port_open(self.port) or self.process.poll() is not None, 10, "mosquitto's port")
         assert self.process.poll() is None, self.log.read_text()
+        self.started_wall.append(time.time())
 
     def kill(self):
         """SIGKILL (a crash: nothing saved, nothing said to the clients), then its port closed."""
@@ -210,6 +212,8 @@ class Ward:
         self.seed = seed
         self.processes = Processes()
         self.consumer = None
+        # The consumer stamps arrivals on the monotonic clock: monotonic - monotonic_offset = wall-clock time.
+        self.monotonic_offset = time.monotonic() - time.time()
 
     def __enter__(self):
         try:

@@ -249,6 +249,20 @@ def test_a_ward_of_three_boards():
             order = [line.split(" as ")[1].split(" ")[0] for line in log if "New client connected" in line
                      and " as " in line]
             figures.append(f"broker restart: spooled meanwhile {spooling}; reconnect order {order}")
+            changed = [r for r in rows if r["serial"] and r["event"] in ("connect", "disconnect")
+                       and BROKER_DOWN_T <= float(r["t"]) <= BROKER_UP_T + 10]
+            back = ward.broker.started_wall[-1] - offset
+            leases = {m[1].split("/")[-1] for m in messages if m[1].startswith("empalink/fleet/lease/") and m[2]
+                      and back - 0.5 <= m[0] - ward.monotonic_offset - offset <= back + 5}
+            held = {s for s, intervals in wardtruth.links(rows, end).items()
+                    if any(x <= back < y for _, x, y in intervals)}
+            figures.append(f"  links that changed from the broker's loss to 10 s after its return: {len(changed)}; "
+                           f"wristbands held at its return {len(held)}, their leases republished within 5 s: "
+                           f"{len(held & leases)}")
+            if changed:
+                failures.append(f"links changed across the broker restart: {changed[:3]}")
+            if FLEET and held - leases:
+                failures.append(f"leases not re-asserted within 5 s of the broker's return: {sorted(held - leases)}")
             if not order or order[0] != ward.consumer.client_id:
                 failures.append(f"rig: the consumer was not the first client back on the broker ({order})")
             if not all(spooling.values()):
