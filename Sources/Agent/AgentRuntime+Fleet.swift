@@ -44,7 +44,8 @@ extension AgentRuntime {
             options.protocolVersion = .v5
             let will = coordinator.will
             options.will = MQTTClient.Will(topic: will.topic, payload: will.payload, qos: 1, retain: true)
-            let client = try MQTTClient(options: options, eventLoop: loop, logger: logger)
+            // Its connection lines say which connection they are about.
+            let client = try MQTTClient(options: options, eventLoop: loop, logger: logger.with("CONNECTION", "fleet"))
             return FleetLink(coordinator: coordinator, mqtt: client, adapter: configuration.bluetooth.adapter)
         } catch {
             throw AgentError("fleet: \(error.message)")
@@ -70,8 +71,8 @@ extension AgentRuntime {
         } catch {
             throw AgentError("fleet: cannot schedule the tick: \(error)")
         }
-        self.logger.info("fleet mode: board \(self.configuration.agent.id), "
-                             + "\(fleet.coordinator.adapters.map { "\($0.name) (\($0.capacity) slots)" }.joined(separator: ", "))",
+        let adapters = fleet.coordinator.adapters.map { "\($0.name) (\($0.capacity) slots)" }
+        self.logger.info("fleet mode: board \(self.configuration.agent.id), \(adapters.joined(separator: ", "))",
                          ["COMPONENT": "fleet"])
     }
 
@@ -80,7 +81,7 @@ extension AgentRuntime {
 
     /// Hands one event to the coordinator and executes its actions; events raised meanwhile are handled after.
     func fleetHandle(_ event: FleetCoordinator.Event) {
-        guard let fleet = self.fleet else { return }
+        guard let fleet = self.fleet, !fleet.stopped else { return }
         fleet.queue.append(event)
         guard !fleet.handling else { return }
         fleet.handling = true
@@ -144,14 +145,16 @@ extension AgentRuntime {
             fleet.queue.append(.connectFailed(serial: serial, adapter: adapter))
             return
         }
-        guard !device.isConnectionWanted else { return }
+        // Reported before the call: a status the call reports at once (an attempt refused at once) must find it.
+        if fleet.reported[serial] == nil { fleet.reported[serial] = .connecting(adapter: adapter) }
+        guard !device.isConnectionWanted else { return }  // already on its way: its status changes will tell
         do {
             try device.connect(delegate: self.publisher(for: device),
                                options: EmpaticaDeviceManager.ConnectOptions(autoReconnect: false))
-            if device.deviceStatus != .connected { fleet.reported[serial] = .connecting(adapter: adapter) }
             self.logger.info("connecting \(serial) (fleet lease held)", ["DEVICE": serial, "COMPONENT": "fleet"])
         } catch {
             self.logger.error("\(serial): \(error)", ["DEVICE": serial])
+            if case .connecting? = fleet.reported[serial] { fleet.reported[serial] = nil }
             fleet.queue.append(.connectFailed(serial: serial, adapter: adapter))
         }
     }
@@ -172,6 +175,20 @@ extension AgentRuntime {
             }
         case .connecting, .disconnecting:
             break
+        }
+    }
+
+    /// The system bus is gone with every link's manager: the coordinator learns that those links ended (a new
+    /// `EmpaticaAPI` starts from disconnected devices).
+    func fleetLinksLost() {
+        guard let fleet = self.fleet else { return }
+        let lost = fleet.reported.sorted { $0.key < $1.key }
+        fleet.reported.removeAll()
+        for (serial, report) in lost {
+            switch report {
+            case .up(let adapter): self.fleetHandle(.disconnected(serial: serial, adapter: adapter))
+            case .connecting(let adapter): self.fleetHandle(.connectFailed(serial: serial, adapter: adapter))
+            }
         }
     }
 
@@ -258,6 +275,7 @@ extension AgentRuntime {
             fleet.timer = nil
         }
         self.fleetHandle(.shutdown)
+        fleet.stopped = true
     }
 
     /// The metrics' `fleet` (present only in fleet mode).

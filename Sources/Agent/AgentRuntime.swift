@@ -191,6 +191,7 @@ public final class AgentRuntime {
                 let reason = api.busLossReason.map { " (\($0))" } ?? ""
                 self.logger.error("lost the system bus\(reason); reconnecting")
                 self.api = nil
+                self.fleetLinksLost()
                 self.retryBus()
             }
             api.scanPolicy = { [unowned self] in self.needsDiscovery() }

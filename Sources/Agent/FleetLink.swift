@@ -34,6 +34,8 @@ final class FleetLink {
     /// Events raised while actions run (a connect reporting its status at once), handled after them.
     var queue: [FleetCoordinator.Event] = []
     var handling = false
+    /// `.shutdown` was handled: later events (links going down at the stop) must not publish presence again.
+    var stopped = false
     var dropLog = LogRateLimit(burst: 10, window: .seconds(60))
     var publishLog = LogRateLimit(burst: 10, window: .seconds(60))
 

@@ -134,7 +134,8 @@ def test_json_is_the_full_defaulted_configuration(binaries, tmp_path):
     result = check(binaries, path, "--json")
     assert result.returncode == 0, result.stderr
     config = json.loads(result.stdout)
-    assert list(config) == ["agent", "auth", "bluetooth", "wristband", "mqtt", "publish", "spool", "control"]
+    assert list(config) == ["agent", "auth", "bluetooth", "wristband", "mqtt", "publish", "spool", "control",
+                            "fleet"]
     assert config["agent"]["log_level"] == "info"
     assert config["agent"]["id"]  # the host name
     assert config["bluetooth"] == {
@@ -150,6 +151,7 @@ def test_json_is_the_full_defaulted_configuration(binaries, tmp_path):
     assert config["publish"]["streams"] == ["bvp", "gsr", "acc", "temp", "ibi", "hr", "battery", "tag", "contact"]
     assert config["spool"]["max_bytes"] == 268435456
     assert config["control"] == {"mqtt_commands": False}
+    assert config["fleet"] == {"enabled": False}
 
 
 def test_json_resolves_derived_values(binaries, tmp_path):
