@@ -18,7 +18,7 @@ APT_PACKAGES := pkg-config libdbus-1-dev libmosquitto-dev libsystemd-dev libssl-
 DEB_BUILD_PACKAGES := dpkg-dev binutils chrpath
 DEB_PACKAGES := $(DEB_BUILD_PACKAGES) lintian python3-seccomp
 
-.PHONY: all deps apt-deps build test test-swift test-integration faults test-bluez test-system demo bench bench-daemon \
+.PHONY: all deps apt-deps build test test-swift test-integration faults test-fleet test-bluez test-system demo bench bench-daemon \
         bench-ibi docs clean alloc-check
 
 all: build
@@ -57,7 +57,7 @@ build: apt-deps
 # once on a 2-core host is the load under which the kernel loses btvirt's controller setup (vm/FINDINGS.md S6).
 # test-system reuses test-bluez's release binaries and its VM cache (kernel, initramfs, rootfs).
 # test-fuzz: every fuzz target for FUZZ_CI_SECONDS (the sanitized build is its own, in .build/fuzz).
-test: deps build test-swift test-integration faults test-fuzz test-bluez test-system
+test: deps build test-swift test-integration faults test-fleet test-fuzz test-bluez test-system
 
 test-swift:
 	$(SWIFT) test $(SWIFT_FLAGS)
@@ -68,6 +68,15 @@ test-integration:
 ## faults: the fault tests of issue 7 (broker outage, kill -9, damaged spool, full disk), real processes.
 faults: deps build
 	EMPALINK_BIN=$(BIN) $(PY) -m pytest -q Tests/integration/faults
+
+## test-fleet: issue #22 — three agents in fleet mode, each on its own bus of one ward simulator, one mosquitto,
+## six wristbands on scripted routes, a board kill -9 (+ its radio off), a broker restart, boards started at one
+## instant; checks from the simulator's truth and a consumer, figures printed (Docs/fleet.md, "make test-fleet").
+## EMPALINK_FLEET=off runs the same ward with fleet mode off: it must fail.
+test-fleet: deps build
+	@rm -f .build/fleet-figures.txt
+	EMPALINK_BIN=$(BIN) $(PY) -m pytest -q Tests/fleet; status=$$?; \
+	  [ -f .build/fleet-figures.txt ] && cat .build/fleet-figures.txt; exit $$status
 
 ## test-bluez: the agent against Debian's real bluetoothd 5.66 in a QEMU VM (issue #10): btvirt's virtual LE radio,
 ## `empalink-sim --peripheral` on hci1, empalinkd on hci0, mosquitto; checks on the host (Tests/bluez). The VM's

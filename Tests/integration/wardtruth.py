@@ -2,7 +2,8 @@
 
 `links` turns the rows into each wristband's link intervals per board, `overlaps` finds two boards connected to one
 wristband at once (the fleet's "never two boards" check, from the simulator's side), `connected_seconds` the time a
-wristband was connected to any board (coverage).
+wristband was connected to any board (coverage), `contended` the Connects a board made while another board held the
+wristband (`refused` rows, `connected to B`).
 """
 import csv
 
@@ -54,3 +55,15 @@ def connected_seconds(rows, serial, start=0.0, end=None):
             total += e - s
             reach = e
     return total
+
+
+def contended(rows):
+    """Every `refused` row whose reason is another board's link (`connected to B`): a board tried to connect a
+    wristband while another board held it. The simulator keeps one link per wristband by construction, so this is
+    how "never two boards at once" shows that no board even tried (the fleet's rule 1, E4s take one central)."""
+    return [r for r in rows if r["event"] == "refused" and r["reason"].startswith("connected to")]
+
+
+def refused(rows):
+    """Every `refused` row (another board's link, out of range, radio off), for reports."""
+    return [r for r in rows if r["event"] == "refused"]
