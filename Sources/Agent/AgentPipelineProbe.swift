@@ -129,6 +129,16 @@ public final class AgentPipelineProbe {
         self.runtime.flushTick()
     }
 
+    /// Whether the batch tick, not the loop, reads the broker's socket now (``MQTTClient/defersReads``: batch ticks
+    /// of at most 2 s running).
+    public var readsBrokerAtTick: Bool { self.runtime.mqtt.defersReads }
+
+    /// What the batch tick does first while it reads the broker's socket: reads the acknowledgements (and any
+    /// command) queued there, without the loop.
+    public func readBroker() {
+        self.runtime.mqtt.readDeferred()
+    }
+
     /// The outbox's counters.
     public var counters: Counters {
         let outbox = self.runtime.outbox

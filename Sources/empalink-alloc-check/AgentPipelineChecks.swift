@@ -18,6 +18,11 @@ import MQTT
 /// - `agent.publish.flush`: `batch_ms` 60 000 (the timer never fires by itself while measuring), the
 ///   notifications go into the batches and then ``AgentPipelineProbe/flushTick()`` — the batch timer's firing —
 ///   publishes them, acknowledged as above.
+/// - `agent.publish.deferred`: `batch_ms` 250, so the batch tick reads the broker's socket (issue #20,
+///   ``MQTTClient/defersReads``): each iteration's pair goes into the batches, ``AgentPipelineProbe/flushTick()``
+///   reads what the broker sent and publishes, and the PUBACKs are taken by ``AgentPipelineProbe/readBroker()``
+///   (the next tick's first step) without the loop: the deferred read path, measured. The case fails if the reads
+///   were not deferred.
 /// - `agent.publish.always`: as `agent.publish.connected` with `spool.mode = "always"`: each message is appended
 ///   to the spool in flight, staged, published once the writer has written it (the loop wakes on the writer's
 ///   eventfd), and its PUBACK releases the spool record. `fsync_interval_ms` is 60 000 here: the spool persists
@@ -41,6 +46,8 @@ enum AgentPipelineChecks {
         var results: [AllocationMeasurement] = []
         results.append(try Self.connected(broker: broker, scratch: scratch, iterations: iterations, flush: false))
         results.append(try Self.connected(broker: broker, scratch: scratch, iterations: iterations, flush: true))
+        results.append(try Self.connected(broker: broker, scratch: scratch, iterations: iterations, flush: true,
+                                          deferred: true))
         results.append(try Self.connected(broker: broker, scratch: scratch, iterations: iterations, flush: false,
                                           spoolMode: "always"))
         results.append(try Self.heartRate(broker: broker, scratch: scratch, iterations: iterations))
@@ -113,12 +120,15 @@ enum AgentPipelineChecks {
     }
 
     static func connected(broker: MosquittoProcess, scratch: ScratchDirectory, iterations: Int, flush: Bool,
-                          spoolMode: String = "offline") throws(CheckError) -> AllocationMeasurement
+                          spoolMode: String = "offline", deferred: Bool = false) throws(CheckError)
+        -> AllocationMeasurement
     {
         let always = spoolMode == "always"
-        let name = always ? "agent.publish.always" : flush ? "agent.publish.flush" : "agent.publish.connected"
+        let name = always ? "agent.publish.always" : deferred ? "agent.publish.deferred"
+            : flush ? "agent.publish.flush" : "agent.publish.connected"
         let probe = try Self.connectedProbe(name, broker: broker, scratch: scratch,
-                                            batchMilliseconds: flush ? 60_000 : 0, spoolMode: spoolMode)
+                                            batchMilliseconds: deferred ? 250 : flush ? 60_000 : 0,
+                                            spoolMode: spoolMode)
         defer { probe.close() }
         let loop = probe.eventLoop
         // In always mode a message is published only once the spool's writer has written it: every one appended
@@ -137,9 +147,22 @@ enum AgentPipelineChecks {
         }
         defer { if let guardTimer { loop.cancel(guardTimer) } }
         var feed = NotificationFeed()
+        var notDeferred = 0
         let body = {
             feed.sendPair(to: probe)
             if flush { probe.flushTick() }
+            if deferred {
+                // The loop does not wake for PUBACKs now: read them as the next tick would, once they are queued
+                // (mosquitto answers a tick's messages within ~40 ms here, as in the other cases; the bound keeps a broken
+                // deferral from hanging the check).
+                if !probe.readsBrokerAtTick { notDeferred += 1 }
+                var spins = 0
+                while waiting(probe.counters) && spins < 20_000 {
+                    usleep(50)
+                    probe.readBroker()
+                    spins += 1
+                }
+            }
             if waiting(probe.counters) { loop.run() }
         }
         // Past the IBI engine's start-up (60 s of data), so IBI and HR messages are published while counting;
@@ -171,7 +194,9 @@ enum AgentPipelineChecks {
         // Every message published was acknowledged by the end (a PUBACK counted in the window may be for a message
         // published just before it: a comparison within the window alone failed now and then).
         let after = probe.counters
-        if failures > 0 || during.published < 2 * UInt64(iterations) || after.acknowledged < after.published
+        if deferred && notDeferred > 0 {
+            measurement.failure = "the broker's socket was read by the loop, not the tick, in \(notDeferred) iterations"
+        } else if failures > 0 || during.published < 2 * UInt64(iterations) || after.acknowledged < after.published
             || (always ? during.spooled < 2 * UInt64(iterations) || during.spooled > during.published
                 : during.spooled != 0)
             || during.dropped != 0 || during.oversized != 0

@@ -27,7 +27,8 @@ import Testing
     /// copies are not.
     static let mqtt: Set<String> = [
         "mqtt.publish.v5.qos0", "mqtt.publish.v5.qos1", "mqtt.publish.v311.qos0", "mqtt.publish.v311.qos1",
-        "agent.publish.connected", "agent.publish.flush", "agent.publish.always", "agent.publish.hrs",
+        "agent.publish.connected", "agent.publish.flush", "agent.publish.deferred", "agent.publish.always",
+        "agent.publish.hrs",
     ]
     /// Control-plane cases that allocate by design or by a known, reported cause.
     static let controlPlane: Set<String> = ["loop.wakeup.execute", "loop.timer.oneShot"]
