@@ -180,12 +180,18 @@ extension EmpaticaDeviceManager {
         }
     }
 
+    /// Closes the notification streams. While the session is still up (a link loss: BlueZ hung up one socket, or
+    /// said the link is gone), each socket is first read to its end: the notifications the kernel queued before the
+    /// link went down are data the wristband sent, and with deferred reads (`batch_ms` above 0) up to a batch
+    /// interval of them wait in the other sockets when the first hang-up arrives.
     func closeStreams(stopNotify: Bool) {
         let open = self.streams
         self.streams = []
+        let sessionUp = self.deviceStatus == .connected
         for stream in open {
-            self.retiredReads += Self.statistics(of: stream)
             stream.onClose = nil
+            if sessionUp { stream.drain() }
+            self.retiredReads += Self.statistics(of: stream)
             stream.close()
         }
         if let api = self.api, stopNotify {
