@@ -11,16 +11,14 @@
 
 Every process is started here, remembered, and ended by its PID (faultrig.Processes); every wait is bounded.
 """
-import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import threading
 import time
 
-from faultrig import BUS_CONFIG, PREFIX, Processes, bin_dir, free_port, port_open, wait_until
+from faultrig import BUS_CONFIG, PREFIX, Processes, bin_dir, control_request, free_port, port_open, wait_until
 
 HERE = pathlib.Path(__file__).resolve().parent
 BOARDS = ("a", "b", "c")
@@ -185,20 +183,7 @@ class Board:
         return self.process is not None and self.process.poll() is None
 
     def request(self, line="status", timeout=2.0):
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-                client.settimeout(timeout)
-                client.connect(str(self.control))
-                client.sendall(line.encode() + b"\n")
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = client.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-            return json.loads(data)
-        except (OSError, ValueError):
-            return None
+        return control_request(self.control, line, timeout)
 
 
 class Ward:

@@ -77,6 +77,25 @@ def port_open(port: int) -> bool:
         return False
 
 
+
+def control_request(path, line: str = "status", timeout: float = 2.0):
+    """One request on an agent's control socket at `path`: the parsed JSON answer, or None when it does not answer."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(timeout)
+            client.connect(str(path))
+            client.sendall(line.encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = client.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        return json.loads(data)
+    except (OSError, ValueError):
+        return None
+
+
 class Processes:
     """Everything a test started; ended newest first, each by its PID, with bounded waits."""
 
@@ -305,20 +324,7 @@ class Agent:
 
     def request(self, line: str = "status", timeout: float = 2.0):
         """One control-socket request; the parsed JSON answer, or None when the agent does not answer."""
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-                client.settimeout(timeout)
-                client.connect(str(self.control))
-                client.sendall(line.encode() + b"\n")
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = client.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-            return json.loads(data)
-        except (OSError, ValueError):
-            return None
+        return control_request(self.control, line, timeout)
 
     def status(self):
         assert self.process.poll() is None, f"empalinkd exited ({self.process.returncode}): {self.tail()}"
