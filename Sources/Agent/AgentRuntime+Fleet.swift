@@ -17,6 +17,11 @@ extension AgentRuntime {
     /// 8 dBm or more and re-announces every value at each LE scan restart (~10 s), so a wristband still
     /// advertising is re-announced within that; one that fell silent keeps its last `RSSI` but is not.
     static let fleetHeardWindow: Duration = .seconds(12)
+    /// The fleet connection retries the broker at least this often, whatever `mqtt.reconnect_max_s` says: after a
+    /// broker restart every holder must re-assert its leases well inside the others' grace
+    /// (``FleetPolicy/grace``, 10 s); with the agent's 60 s default a holder could come back after it. With equal
+    /// jitter the attempts are 1.5-3 s apart, so a holder is back within 3 s of the broker (plus CONNACK and SUBACK).
+    static let fleetReconnectMaximum: Duration = .seconds(3)
 
     /// The fleet link for `configuration`, or `nil` when fleet mode is off.
     ///
@@ -42,6 +47,8 @@ extension AgentRuntime {
             options.clientID += "-fleet"
             // Message expiry (sightings) and per-connection wills need MQTT 5.
             options.protocolVersion = .v5
+            options.reconnectMaximum = min(options.reconnectMaximum, Self.fleetReconnectMaximum)
+            options.reconnectInitial = min(options.reconnectInitial, options.reconnectMaximum)
             let will = coordinator.will
             options.will = MQTTClient.Will(topic: will.topic, payload: will.payload, qos: 1, retain: true)
             // Its connection lines say which connection they are about.

@@ -89,7 +89,8 @@ public enum ConfigSchema {
         ConfigKey("mqtt.keepalive_s", .integer(5...65535), default: .value(.integer(30)),
                   "Keep-alive interval in seconds."),
         ConfigKey("mqtt.reconnect_max_s", .integer(1...3600), default: .value(.integer(60)),
-                  "Longest wait between broker reconnect attempts; the wait starts at 1 s and doubles, with jitter."),
+                  "Longest wait between broker reconnect attempts; the wait starts at 1 s and doubles, with jitter. "
+                      + "The fleet connection waits at most 3 s."),
         ConfigKey("mqtt.qos", .integer(0...2), default: .value(.integer(1)),
                   "QoS of data messages. The spool needs QoS ≥ 1 to know what the broker has."),
         ConfigKey("mqtt.topic_prefix", .topicPrefix, default: .value(.string("empalink")),

@@ -3,7 +3,7 @@ import Config
 import EventLoop
 import Fleet
 import Logging
-import MQTT
+@testable import MQTT
 import Testing
 
 /// Fleet mode's wiring (SPEC §18, Docs/fleet.md "In the agent"): nothing with it off; with it on, a second broker
@@ -48,5 +48,30 @@ import Testing
         #expect(!offline.online)
         #expect(offline.session == fleet.coordinator.session + 1)
         #expect(fleet.coordinator.adapters == [.init(name: "hci0", capacity: 5)])
+    }
+
+    /// After a broker restart a holder must be back, and re-assert, inside the others' 10 s grace: the fleet
+    /// connection's backoff stops at 3 s even with the agent's 60 s default (CI once saw a holder back 5+ s late).
+    @Test func theFleetConnectionRetriesTheBrokerWellInsideTheGrace() throws {
+        let loop = try EventLoop()
+        defer { loop.close() }
+        for (mqtt, maximum) in [("", 3), ("reconnect_max_s = 60\n", 3), ("reconnect_max_s = 2\n", 2)] {
+            let config = try configuration("""
+                [agent]
+                id = "board-a"
+                [mqtt]
+                \(mqtt)[[wristband]]
+                serial = "a00101"
+                [fleet]
+                enabled = true
+                """)
+            let fleet = try #require(try AgentRuntime.makeFleet(config, loop: loop, logger: .discarding))
+            defer { fleet.mqtt.close() }
+            #expect(fleet.mqtt.options.reconnectMaximum == .seconds(maximum), "\(mqtt)")
+            #expect(fleet.mqtt.options.reconnectMaximum < .seconds(FleetPolicy().grace / 2))
+            for failures in 0..<12 {
+                #expect(fleet.mqtt.nextBackoff(failedAttempts: failures) <= .seconds(maximum))
+            }
+        }
     }
 }
