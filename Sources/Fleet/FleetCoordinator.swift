@@ -131,6 +131,8 @@ public struct FleetCoordinator: Sendable {
         var failures = 0
         /// When we last were connected to it or heard it (for ``FleetPolicy/lostRelease``).
         var lastContact = -Double.infinity
+        /// Our link to it was lost and has not come back: the attempts since are retries of a lost link.
+        var linkLost = false
         /// Since when the lease has looked free to us (for the stagger).
         var freeSince: Double?
         /// Since when our RSSI has beaten the holder's by the margin (for the handover).
@@ -401,6 +403,7 @@ public struct FleetCoordinator: Sendable {
         guard var band = self.bands[serial] else { return }
         band.lastContact = now
         band.failures = 0
+        band.linkLost = false
         if case .holding = band.role {
             band.link = .connected(adapter: adapter)
         } else {
@@ -416,7 +419,10 @@ public struct FleetCoordinator: Sendable {
     private mutating func linkEnded(_ serial: String, failed: Bool, _ now: Double, _ out: inout [Action]) {
         guard var band = self.bands[serial] else { return }
         let wasUp = if case .connected = band.link { true } else { false }
-        if wasUp { band.lastContact = now }
+        if wasUp {
+            band.lastContact = now
+            band.linkLost = true
+        }
         if failed && !wasUp {
             band.failures += 1
             let delay = min(self.policy.retryMaximum,
@@ -581,6 +587,7 @@ public struct FleetCoordinator: Sendable {
             band.topExpires = now + Double(held.ttl)
             band.role = .holding(epoch: epoch, since: now, renewed: now)
             band.lastContact = max(band.lastContact, now)
+            band.linkLost = false
             out.append(.count(.acquired))
             self.publishLease(held, serial, &out)
             self.pumpConnect(&band, serial, now, &out)
@@ -590,7 +597,7 @@ public struct FleetCoordinator: Sendable {
                 band.topExpires = now + Double(top.ttl)
                 self.publishLease(top, serial, &out)
             }
-            if case .idle = band.link, now - band.lastContact >= self.policy.lostRelease {
+            if Self.awaitsContact(band), now - band.lastContact >= self.policy.lostRelease {
                 self.release(&band, serial, why: "neither connected nor heard for \(self.policy.lostRelease) s",
                              now, &out)
                 return
@@ -651,6 +658,18 @@ public struct FleetCoordinator: Sendable {
         band.evidenceSince = nil
         out.append(.count(handover ? .handoverClaimed : .claimed))
         self.publishLease(lease, serial, &out)
+    }
+
+    /// Whether `band` has no link that counts as contact: idle, or retrying a link that was lost. A retry in flight
+    /// does not hold the lease: bluetoothd's LE initiator waits out its whole connect timeout (20 s by default) on a
+    /// wristband that walked away, and meanwhile no other board could take it. A first attempt after a claim does
+    /// hold it (the wristband was heard when it was claimed, and connecting an E4 takes a few seconds).
+    private static func awaitsContact(_ band: Band) -> Bool {
+        switch band.link {
+        case .idle: true
+        case .connecting: band.linkLost
+        case .connected, .disconnecting: false
+        }
     }
 
     private mutating func release(_ band: inout Band, _ serial: String, why: String, _ now: Double,

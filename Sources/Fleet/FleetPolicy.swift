@@ -36,9 +36,9 @@ public struct FleetPolicy: Hashable, Sendable {
     public var minimumHold: Double = 30
     /// A holder neither connected to nor hearing its wristband for this long releases it to boards that hear it:
     /// the lease TTL, so a holder that can neither hear nor reach its wristband keeps it no longer than a dead board
-    /// would. (It retries the link at once meanwhile, so a brief fade in range is reconnected well within it.) An E4
-    /// is silent while connected, so no other board hears a walking patient's wristband until its link is lost: this
-    /// is most of a handover's gap (`make test-fleet`: 16 s with 10 here).
+    /// would. (It retries the link at once meanwhile, so a brief fade in range is reconnected well within it; a retry
+    /// still in flight is not contact.) An E4 is silent while connected, so no other board hears a walking patient's
+    /// wristband until its link is lost: this is much of a handover's gap (`make test-fleet`: 9 s).
     public var lostRelease: Double = 6
     /// After each broker connection, a board claims nothing for this long: holders re-assert their leases at
     /// once, and after a broker restart without persistence every board must have reconnected and re-asserted

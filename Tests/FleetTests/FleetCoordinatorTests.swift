@@ -319,6 +319,46 @@ import Testing
         #expect(Self.leases(out).last?.state == .released)
     }
 
+    /// bluetoothd's LE initiator waits out its whole connect timeout (20 s) on a wristband that walked away: a retry
+    /// of a lost link still in flight must not hold the lease past ``FleetPolicy/lostRelease`` (`make test-fleet`:
+    /// the holder renewed for 10 s after the loss while its retry hung, and the handover gap was 16 s).
+    @Test func aHolderWhoseRetryOfALostLinkHangsReleasesAndCancelsIt() {
+        var board = Self.holder()
+        let lost = 13.0
+        var out = board.handle(.disconnected(serial: Self.serial, adapter: "hci0"), now: lost)
+        var now = lost
+        while now < lost + Self.policy.lostRelease + 1 {
+            now += 0.25
+            out += board.handle(.tick, now: now)
+        }
+        #expect(Self.connects(out).count == 1, "one retry, never answered")
+        #expect(Self.leases(out).last?.state == .released)
+        #expect(out.contains(.disconnect(serial: Self.serial, reason: .released)), "the hanging attempt is cancelled")
+        #expect(board.role(of: Self.serial) == FleetCoordinator.Role.none)
+    }
+
+    /// A first attempt after a claim is not a lost link: it holds the lease however long BlueZ takes.
+    @Test func aSlowFirstConnectionAfterAClaimKeepsTheLease() {
+        var board = Self.board()
+        _ = board.handle(.brokerConnected, now: 0)
+        let claimed = Self.run(&board, from: 0, to: 12)
+        #expect(Self.connects(claimed) == ["\(Self.serial)@hci0"], "it claimed and started connecting")
+        // The attempt takes 12 s; the agent reports no sighting of a wristband it is connecting.
+        var out: [Action] = []
+        var now = 12.0
+        while now < 24 {
+            now += 0.25
+            out += board.handle(.tick, now: now)
+        }
+        #expect(!Self.leases(out).contains { $0.state == .released })
+        #expect(!out.contains { if case .disconnect = $0 { true } else { false } })
+        out = board.handle(.connected(serial: Self.serial, adapter: "hci0"), now: 24.25)
+        guard case .holding? = board.role(of: Self.serial) else {
+            Issue.record("the lease was let go during a slow first connection: \(String(describing: board.role(of: Self.serial)))")
+            return
+        }
+    }
+
     @Test func afterABrokerReconnectHoldersReassertAtOnceAndOthersWaitTheGrace() {
         var holder = Self.holder()
         _ = holder.handle(.brokerDisconnected, now: 20)
