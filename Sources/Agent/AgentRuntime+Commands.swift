@@ -15,7 +15,7 @@ extension AgentRuntime {
             return Self.object([("ok", "true"), ("result", Self.quote(self.setMode(.active, reason: "control socket")))])
         case ["rescan"]:
             self.logRescan(from: "control socket")
-            self.api?.reconcileDiscovery()
+            for api in self.apis { api.reconcileDiscovery() }
             return Self.object([("ok", "true"), ("result", Self.quote("rescan requested"))])
         default:
             self.controlCounters.socketRejected &+= 1
@@ -27,7 +27,7 @@ extension AgentRuntime {
 
     /// The live state for `empalinkctl status`.
     func statusJSON() -> String {
-        let devices = (self.api?.devices ?? []).map { device -> (String, String) in
+        let devices = self.wristbandDevices.map { device -> (String, String) in
             (self.topicID(for: device), Self.object([
                 ("address", Self.quote(device.address.description)),
                 ("status", Self.quote(device.deviceStatus.rawValue)),
@@ -45,7 +45,7 @@ extension AgentRuntime {
             ("agent", Self.quote(self.configuration.agent.id)),
             ("version", Self.quote(Version.string)),
             ("mode", Self.quote(self.mode.rawValue)),
-            ("bluetooth", Self.quote(self.api?.status.rawValue ?? "notAvailable")),
+            ("bluetooth", Self.quote(self.bluetoothStatus.rawValue)),
             ("mqtt", Self.quote("\(self.mqtt.state)")),
             ("clock_synced", self.clockSynced ? "true" : "false"),
             ("uptime_s", Self.number(self.uptimeSeconds, decimals: 1)),
@@ -93,7 +93,7 @@ extension AgentRuntime {
                                      ("result", Self.quote(result))])
             } else if members.count == 1, case .bool(true)? = members["rescan"] {
                 self.logRescan(from: "MQTT command")
-                self.api?.reconcileDiscovery()
+                for api in self.apis { api.reconcileDiscovery() }
                 reply = Self.object([("ok", "true"), ("command", Self.object([("rescan", "true")])),
                                      ("result", Self.quote("rescan requested"))])
             } else {

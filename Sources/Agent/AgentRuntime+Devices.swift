@@ -22,42 +22,62 @@ extension AgentRuntime: EmpaticaDelegate {
         self.publishDevices()
     }
 
-    /// Connects whitelisted, allowed wristbands up to `max_connections`; disconnects ones no longer whitelisted.
-    /// Only whitelisted wristbands are ever connected.
+    /// Connects whitelisted, allowed wristbands up to `max_connections` per adapter; disconnects ones no longer
+    /// whitelisted. Only whitelisted wristbands are ever connected, each through one adapter at a time.
     func reconcileConnections() {
-        guard let api = self.api, !self.shuttingDown else { return }
+        guard !self.apis.isEmpty, !self.shuttingDown else { return }
+        let devices = self.devices
         // A reload's new labels show in the retained status (an unchanged status is not published again).
-        for device in api.devices where self.publishers[self.topicID(for: device)] != nil {
+        for device in self.wristbandDevices where self.publishers[self.topicID(for: device)] != nil {
             self.publishDeviceStatus(device)
         }
-        for device in api.devices where device.isConnectionWanted && !(self.isWhitelisted(device) && device.allowed) {
+        for device in devices where device.isConnectionWanted && !(self.isWhitelisted(device) && device.allowed) {
             let reason = self.isWhitelisted(device) ? "the API key no longer unlocks it" : "no longer whitelisted"
             self.logger.info("disconnecting \(device.serialNumber): \(reason)", ["DEVICE": device.serialNumber])
             device.disconnect()
         }
         // Fleet mode: wristbands are connected only on the coordinator's `.connect`, under a lease (SPEC §18).
         guard self.fleet == nil else {
-            api.reconcileDiscovery()
+            for api in self.apis { api.reconcileDiscovery() }
             return
         }
-        var active = api.devices.filter { $0.isConnectionWanted }.count
-        for device in api.devices where !device.isConnectionWanted && self.isWhitelisted(device) {
-            guard active < self.configuration.bluetooth.maxConnections else { break }
+        var slots = ConnectionSlots(adapters: self.configuration.bluetooth.adapters,
+                                    capacity: self.configuration.bluetooth.maxConnections)
+        var wanted = Set<String>()
+        for device in devices where device.isConnectionWanted {
+            slots.take(device.adapter, attempting: device.deviceStatus != .connected)
+            wanted.insert(self.topicID(for: device))
+        }
+        let candidates = devices.filter { !$0.isConnectionWanted && self.isWhitelisted($0) }
+        var warned = Set<String>()
+        for device in candidates.sorted(by: { $0.address < $1.address }) {
+            let id = self.topicID(for: device)
+            guard !wanted.contains(id) else { continue }
             guard device.allowed else {
-                self.logger.warn("\(device.serialNumber) is whitelisted but the API key does not unlock it",
-                                 ["DEVICE": device.serialNumber])
+                if warned.insert(id).inserted {
+                    self.logger.warn("\(device.serialNumber) is whitelisted but the API key does not unlock it",
+                                     ["DEVICE": device.serialNumber])
+                }
                 continue
             }
-            let publisher = self.publisher(for: device)
+            // The wristband's objects on every adapter that heard it: the one whose adapter has most room.
+            let heard = candidates.filter { self.topicID(for: $0) == id && $0.allowed }
+            guard let chosen = slots.choose(heard.map { ($0.adapter, $0.rssi) }).flatMap({ adapter in
+                heard.first { $0.adapter == adapter }
+            }) else { continue }
+            let publisher = self.publisher(for: chosen)
             do {
-                try device.connect(delegate: publisher)
-                active += 1
-                self.logger.info("connecting \(device.serialNumber)", ["DEVICE": device.serialNumber])
+                try chosen.connect(delegate: publisher)
+                slots.take(chosen.adapter, attempting: true)
+                wanted.insert(id)
+                let on = self.apis.count > 1 ? " on \(chosen.adapter)" : ""
+                self.logger.info("connecting \(chosen.serialNumber)\(on)",
+                                 ["DEVICE": chosen.serialNumber, "ADAPTER": chosen.adapter])
             } catch {
-                self.logger.error("\(device.serialNumber): \(error)", ["DEVICE": device.serialNumber])
+                self.logger.error("\(chosen.serialNumber): \(error)", ["DEVICE": chosen.serialNumber])
             }
         }
-        api.reconcileDiscovery()
+        for api in self.apis { api.reconcileDiscovery() }
     }
 
     func publisher(for device: EmpaticaDeviceManager) -> DevicePublisher {
@@ -94,6 +114,8 @@ extension AgentRuntime: EmpaticaDelegate {
     ///   - force: publish even if unchanged (a new broker session, whose retained copy may be gone).
     func publishDeviceStatus(_ device: EmpaticaDeviceManager, overriding status: DeviceStatus? = nil,
                              force: Bool = false) {
+        // With several adapters a wristband has several objects: the status is the one that speaks for it.
+        let device = self.representative(of: device)
         guard let publisher = self.publishers[self.topicID(for: device)] else { return }
         let status = status ?? device.deviceStatus
         if status != publisher.statusSeen {
@@ -133,13 +155,14 @@ extension AgentRuntime: EmpaticaDelegate {
     }
 
     func updateSystemdStatus() {
-        guard let api = self.api else {
+        guard !self.apis.isEmpty else {
             self.notifier.status("waiting for the system bus")
             return
         }
-        let connected = api.devices.filter { $0.deviceStatus == .connected }.count
+        let connected = Set(self.devices.filter { $0.deviceStatus == .connected }.map(self.topicID(for:))).count
         self.notifier.status("\(connected)/\(self.configuration.wristbands.count) wristbands connected, "
-                                 + "Bluetooth \(api.status.rawValue), MQTT \(self.mqtt.state), mode \(self.mode.rawValue)")
+                                 + "Bluetooth \(self.bluetoothStatus.rawValue), MQTT \(self.mqtt.state), "
+                                 + "mode \(self.mode.rawValue)")
     }
 
     /// A device's kind and, where it said, its self-description (SPEC §16): `"profile":"hrs","manufacturer":…`.

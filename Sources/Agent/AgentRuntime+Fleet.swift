@@ -39,8 +39,9 @@ extension AgentRuntime {
         let coordinator = FleetCoordinator(
             board: board, prefix: configuration.mqtt.topicPrefix,
             wristbands: configuration.wristbands.map(\.serial),
-            adapters: [.init(name: configuration.bluetooth.adapter,
-                             capacity: configuration.bluetooth.maxConnections)],
+            adapters: configuration.bluetooth.adapters.map {
+                .init(name: $0, capacity: configuration.bluetooth.maxConnections)
+            },
             incarnation: incarnation)
         do {
             var options = try MQTTClient.Options(configuration.mqtt, agentID: board)
@@ -53,7 +54,7 @@ extension AgentRuntime {
             options.will = MQTTClient.Will(topic: will.topic, payload: will.payload, qos: 1, retain: true)
             // Its connection lines say which connection they are about.
             let client = try MQTTClient(options: options, eventLoop: loop, logger: logger.with("CONNECTION", "fleet"))
-            return FleetLink(coordinator: coordinator, mqtt: client, adapter: configuration.bluetooth.adapter)
+            return FleetLink(coordinator: coordinator, mqtt: client)
         } catch {
             throw AgentError("fleet: \(error.message)")
         }
@@ -140,15 +141,18 @@ extension AgentRuntime {
         }
     }
 
-    /// The whitelisted wristband the coordinator calls `serial`, if BlueZ knows it.
-    func fleetDevice(_ serial: String) -> EmpaticaDeviceManager? {
-        self.api?.devices.first { self.wristband(for: $0)?.serial == serial }
+    /// The whitelisted wristband the coordinator calls `serial` as `adapter` knows it, or (no adapter) the one of its
+    /// objects that is wanted or linked, if BlueZ knows it.
+    func fleetDevice(_ serial: String, adapter: String? = nil) -> EmpaticaDeviceManager? {
+        let objects = self.devices.filter { self.wristband(for: $0)?.serial == serial }
+        if let adapter { return objects.first { $0.adapter == adapter } }
+        return objects.first { $0.isConnectionWanted || $0.deviceStatus != .disconnected } ?? objects.first
     }
 
     /// The coordinator's `.connect`: whitelist and API key rules still apply; an attempt that cannot start is a
     /// failed attempt (the coordinator retries with its backoff).
     func fleetConnect(_ serial: String, adapter: String, _ fleet: FleetLink) {
-        guard !self.shuttingDown, let device = self.fleetDevice(serial), device.allowed else {
+        guard !self.shuttingDown, let device = self.fleetDevice(serial, adapter: adapter), device.allowed else {
             fleet.queue.append(.connectFailed(serial: serial, adapter: adapter))
             return
         }
@@ -169,11 +173,16 @@ extension AgentRuntime {
     /// A wristband's status changed: the coordinator learns of links that came up, went down, or never came up.
     func fleetDeviceStatusChanged(_ device: EmpaticaDeviceManager) {
         guard let fleet = self.fleet, let serial = self.wristband(for: device)?.serial else { return }
+        // Only the object of the adapter the attempt went to speaks for the link.
+        switch fleet.reported[serial] {
+        case .connecting(let adapter)?, .up(let adapter)?: guard device.adapter == adapter else { return }
+        case nil: break
+        }
         switch device.deviceStatus {
         case .connected:
             if case .up = fleet.reported[serial] { return }
-            fleet.reported[serial] = .up(adapter: fleet.adapter)
-            self.fleetHandle(.connected(serial: serial, adapter: fleet.adapter))
+            fleet.reported[serial] = .up(adapter: device.adapter)
+            self.fleetHandle(.connected(serial: serial, adapter: device.adapter))
         case .disconnected:
             switch fleet.reported.removeValue(forKey: serial) {
             case .up(let adapter)?: self.fleetHandle(.disconnected(serial: serial, adapter: adapter))
@@ -211,15 +220,18 @@ extension AgentRuntime {
     /// that no one is connected to: a connected E4 does not advertise, and BlueZ's `RSSI` of a device with a link
     /// is stale.
     func fleetSightings() {
-        guard let fleet = self.fleet, let api = self.api else { return }
+        guard let fleet = self.fleet, !self.apis.isEmpty else { return }
         let now = MonotonicInstant.now
-        for device in api.devices {
+        let devices = self.devices
+        // A wristband one of our adapters is connecting or connected is ours: the others' objects are stale.
+        let ours = Set(devices.filter { $0.isConnectionWanted || $0.isLinkUp }.map(\.serialNumber))
+        for device in devices where !ours.contains(device.serialNumber) {
             guard let band = self.wristband(for: device), device.allowed, device.deviceStatus == .disconnected,
                   !device.isConnectionWanted, !device.isLinkUp, let rssi = device.rssi,
                   let announced = device.rssiAnnouncedAt, announced <= now,
                   announced.duration(to: now) <= Self.fleetHeardWindow
             else { continue }
-            self.fleetHandle(.localSighting(serial: band.serial, rssi: Double(rssi), adapter: fleet.adapter))
+            self.fleetHandle(.localSighting(serial: band.serial, rssi: Double(rssi), adapter: device.adapter))
         }
     }
 

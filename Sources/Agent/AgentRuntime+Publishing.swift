@@ -14,7 +14,7 @@ extension AgentRuntime {
             self.publishStatus(online: true)
             self.lastDevicesSummary = ""
             self.publishDevices()
-            for device in self.api?.devices ?? [] where self.publishers[self.topicID(for: device)] != nil {
+            for device in self.wristbandDevices where self.publishers[self.topicID(for: device)] != nil {
                 self.publishDeviceStatus(device, force: true)
             }
             if self.configuration.control.mqttCommands {
@@ -48,8 +48,8 @@ extension AgentRuntime {
 
     /// `P/A/devices`, retained: every wristband seen and whether the agent would connect it.
     func publishDevices() {
-        guard let api = self.api else { return }
-        let members = api.devices.map { device -> (String, String) in
+        guard !self.apis.isEmpty else { return }
+        let members = self.wristbandDevices.map { device -> (String, String) in
             (self.topicID(for: device), Self.object([
                 ("address", Self.quote(device.address.description)),
                 ("name", Self.quote(device.name)),
@@ -75,7 +75,7 @@ extension AgentRuntime {
         if let timer = self.flushTimer { self.loop.cancel(timer) }
         self.flushTimer = nil
         self.mqtt.defersReads = false
-        self.api?.defersNotificationReads = self.batchMilliseconds > 0
+        for api in self.apis { api.defersNotificationReads = self.batchMilliseconds > 0 }
         self.armFlush()
     }
 
@@ -124,7 +124,8 @@ extension AgentRuntime {
     /// tick (acknowledgements of its publishes, commands), publishes every pending batch when the batch interval is
     /// up, and stops the timer when that found nothing at all — the broker's socket is then watched again.
     func flushTick() {
-        let drained = self.api?.drainNotifications() ?? 0
+        var drained = 0
+        for api in self.apis { drained += api.drainNotifications() }
         let milliseconds = self.batchMilliseconds
         // A tick shorter than the batch interval only drains until the interval is (within half a tick) up.
         var due = true
@@ -146,7 +147,7 @@ extension AgentRuntime {
             self.loop.cancel(timer)
             self.flushTimer = nil
             self.mqtt.defersReads = false
-            self.api?.armNotificationWakeups()
+            for api in self.apis { api.armNotificationWakeups() }
         }
     }
 
@@ -166,8 +167,10 @@ extension AgentRuntime {
     /// One journal line per metrics interval, only when BlueZ (or whatever owns `org.bluez`) sent something without
     /// BlueZ's shape since the last one: how much of each kind, and the latest (SPEC §12: never trust a peer).
     func reportMalformedBlueZ() {
-        guard let api = self.api else { return }
-        let now = (api.malformedIdentifiers, api.malformedSignals, api.malformedReplies)
+        guard !self.apis.isEmpty else { return }
+        let counts = self.bluezCounts
+        let latest = self.apis.lazy.compactMap(\.lastMalformed).first ?? "an identifier that does not parse"
+        let now = (counts.identifiers, counts.signals, counts.replies)
         let last = self.reportedMalformed
         guard now != last else { return }
         self.reportedMalformed = now
@@ -175,8 +178,26 @@ extension AgentRuntime {
         guard now.0 >= last.0, now.1 >= last.1, now.2 >= last.2 else { return }
         self.logger.warn("org.bluez sent what BlueZ does not: \(now.0 - last.0) malformed identifiers, "
                              + "\(now.1 - last.1) malformed signals, \(now.2 - last.2) malformed replies (latest: "
-                             + "\(api.lastMalformed ?? "an identifier that does not parse")); ignored",
+                             + "\(latest)); ignored",
                          ["COMPONENT": "bluez"])
+    }
+
+    /// What BlueZ sent without its shape, over every adapter's API. Each API has its own bus connection: signals
+    /// (and the identifiers in them) and owner changes reach every one, so the largest count is the bus's; replies
+    /// answer one connection's calls, so they add up.
+    var bluezCounts: (identifiers: UInt64, signals: UInt64, replies: UInt64, ownerChanges: UInt64, abandoned: UInt64,
+                      stale: UInt64) {
+        var counts: (identifiers: UInt64, signals: UInt64, replies: UInt64, ownerChanges: UInt64, abandoned: UInt64,
+                     stale: UInt64) = (0, 0, 0, 0, 0, 0)
+        for api in self.apis {
+            counts.identifiers = max(counts.identifiers, api.malformedIdentifiers)
+            counts.signals = max(counts.signals, api.malformedSignals)
+            counts.ownerChanges = max(counts.ownerChanges, api.ownerChanges)
+            counts.replies &+= api.malformedReplies
+            counts.abandoned &+= api.abandonedCalls
+            counts.stale &+= api.staleReplies
+        }
+        return counts
     }
 
     /// `P/A/metrics`.
@@ -219,10 +240,12 @@ extension AgentRuntime {
     }
 
     func metricsJSON() -> String {
-        let devices = (self.api?.devices ?? []).filter { self.isWhitelisted($0) || $0.isConnectionWanted }
+        let multiAdapter = self.apis.count > 1
+        let devices = self.wristbandDevices.filter { self.isWhitelisted($0) || $0.isConnectionWanted }
             .map { device -> (String, String) in
                 let stats = device.statistics
-                return (self.topicID(for: device), Self.object([
+                let adapter: [(String, String)] = multiAdapter ? [("adapter", Self.quote(device.adapter))] : []
+                let members: [(String, String)] = [
                     ("status", Self.quote(device.deviceStatus.rawValue)),
                     ("rx_packets", String(stats.packets)),
                     ("lost", String(stats.lostPackets)),
@@ -235,16 +258,18 @@ extension AgentRuntime {
                     ("notify_fallbacks", String(device.counters.startNotifyFallbacks)),
                     ("notify_reads", Self.readsJSON(device.notificationReads)),
                     ("rssi", Self.advertisedRSSI(device).map(String.init) ?? "null"),
-                ]))
+                ]
+                return (self.topicID(for: device), Self.object(members + adapter))
             }
+        let bluez = self.bluezCounts
         let fleet = self.fleet.map { [("fleet", self.fleetMetricsJSON($0))] } ?? []
         return Self.object([
             ("uptime_s", Self.number(self.uptimeSeconds, decimals: 1)),
             ("mode", Self.quote(self.mode.rawValue)),
             ("clock_synced", self.clockSynced ? "true" : "false"),
-            ("bluetooth", Self.quote(self.api?.status.rawValue ?? "notAvailable")),
+            ("bluetooth", Self.quote(self.bluetoothStatus.rawValue)),
             ("watchdog", Self.object(EmpaticaAPI.WatchdogAction.allCases.map { action in
-                (action.rawValue, String(self.api?.watchdogCounts[action] ?? 0))
+                (action.rawValue, String(self.apis.reduce(0) { $0 &+ ($1.watchdogCounts[action] ?? 0) }))
             })),
             ("devices", Self.object(devices)),
             ("mqtt", Self.object([
@@ -260,12 +285,12 @@ extension AgentRuntime {
             ("spool", self.spoolMetricsJSON()),
             ("control", self.controlMetricsJSON()),
             ("bluez", Self.object([
-                ("malformed_identifiers", String(self.api?.malformedIdentifiers ?? 0)),
-                ("malformed_signals", String(self.api?.malformedSignals ?? 0)),
-                ("malformed_replies", String(self.api?.malformedReplies ?? 0)),
-                ("owner_changes", String(self.api?.ownerChanges ?? 0)),
-                ("abandoned_calls", String(self.api?.abandonedCalls ?? 0)),
-                ("stale_replies", String(self.api?.staleReplies ?? 0)),
+                ("malformed_identifiers", String(bluez.identifiers)),
+                ("malformed_signals", String(bluez.signals)),
+                ("malformed_replies", String(bluez.replies)),
+                ("owner_changes", String(bluez.ownerChanges)),
+                ("abandoned_calls", String(bluez.abandoned)),
+                ("stale_replies", String(bluez.stale)),
             ])),
         ] + fleet)
     }

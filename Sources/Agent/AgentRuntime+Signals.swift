@@ -38,10 +38,8 @@ extension AgentRuntime {
     func setMode(_ mode: AgentConfiguration.PowerMode, reason: String) -> String {
         guard mode != self.mode else { return "already \(mode.rawValue)" }
         self.mode = mode
-        if mode == .background {
-            self.api?.prepareForBackground()
-        } else {
-            self.api?.prepareForResume()
+        for api in self.apis {
+            if mode == .background { api.prepareForBackground() } else { api.prepareForResume() }
         }
         for publisher in self.publishers.values { publisher.flushAll() }
         self.scheduleFlush()
@@ -112,18 +110,20 @@ extension AgentRuntime {
             return
         }
         self.apiKey = key
-        guard let api = self.api else { return }  // connectBus authenticates when the bus is back
+        guard let first = self.apis.first else { return }  // connectBus authenticates when the bus is back
         guard let key else {
             self.logger.warn("reload: no API key configured; wristbands already unlocked stay unlocked until a "
                                  + "restart")
             return
         }
-        let wasAuthenticated = api.isAuthenticated
         do throws(EmpaLinkError) {
-            try api.authenticate(apiKey: key)
-            let unlocked = api.grant?.devices.map { $0.sorted().joined(separator: ", ") } ?? "every wristband"
+            for api in self.apis {
+                let wasAuthenticated = api.isAuthenticated
+                try api.authenticate(apiKey: key)
+                if !wasAuthenticated { try api.discoverDevices(delegate: self) }
+            }
+            let unlocked = first.grant?.devices.map { $0.sorted().joined(separator: ", ") } ?? "every wristband"
             self.logger.info("API key and keyring re-read: the key unlocks \(unlocked.isEmpty ? "none" : unlocked)")
-            if !wasAuthenticated { try api.discoverDevices(delegate: self) }
         } catch {
             self.logger.error("reload: \(error); keeping the running API key")
         }
@@ -135,9 +135,9 @@ extension AgentRuntime {
         self.shuttingDown = true
         self.notifier.stopping()
         self.logger.info("shutting down")
-        self.api?.cancelDiscovery()
+        for api in self.apis { api.cancelDiscovery() }
         for publisher in self.publishers.values { publisher.flushAll() }
-        for device in self.api?.devices ?? [] where device.isConnectionWanted {
+        for device in self.devices where device.isConnectionWanted {
             device.disconnect()
             // Retained status says so now; BlueZ's confirmation may come after we have left the broker.
             self.publishDeviceStatus(device, overriding: .disconnected)
@@ -151,7 +151,7 @@ extension AgentRuntime {
             _ = try self.loop.scheduleTimer(after: .milliseconds(50), repeating: .milliseconds(50)) {
                 [unowned self] in
                 let settled = self.mqtt.inflightCount == 0 && (self.fleet?.mqtt.inflightCount ?? 0) == 0
-                    && self.api?.isSubscribing != true
+                    && !self.apis.contains(where: \.isSubscribing)
                 if settled || MonotonicInstant.now >= deadline { self.leave() }
             }
         } catch {

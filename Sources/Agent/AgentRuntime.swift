@@ -36,7 +36,10 @@ public final class AgentRuntime {
 
     /// Fleet mode's coordinator and broker connection; `nil` unless `fleet.enabled` (SPEC §18).
     let fleet: FleetLink?
-    var api: EmpaticaAPI?
+    /// One EmpaLink API per configured adapter (`bluetooth.adapter`), in that order; empty while the system bus is
+    /// away. BlueZ keeps one device object per adapter that heard a wristband, so a serial may have several
+    /// managers here: at most one of them is ever wanted (``reconcileConnections()``).
+    var apis: [EmpaticaAPI] = []
     var apiKey: String?
     var publishers: [String: DevicePublisher] = [:]
     var enabledStreams: Set<StreamKind>
@@ -127,7 +130,7 @@ public final class AgentRuntime {
         }
         self.outbox.close()
         self.control?.close()
-        self.api?.close()
+        for api in self.apis { api.close() }
         self.fleet?.mqtt.close()
         self.mqtt.close()
         self.loop.close()
@@ -169,54 +172,72 @@ public final class AgentRuntime {
 
     // MARK: Bluetooth
 
-    /// Connects to the system bus and starts EmpaLink; retries every 5 s while the bus is unreachable.
+    /// Connects to the system bus and starts EmpaLink, one API per configured adapter; retries every 5 s while the
+    /// bus is unreachable.
     func connectBus() {
+        var started: [EmpaticaAPI] = []
         do throws(EmpaLinkError) {
-            var options = EmpaticaAPI.Options()
-            let bluetooth = self.configuration.bluetooth
-            options.adapter = bluetooth.adapter
-            options.rssiMin = bluetooth.rssiMin
-            options.keyringPath = self.configuration.auth.keyring
-            options.connectTimeout = .seconds(Int64(bluetooth.connectTimeoutSeconds))
-            options.reconnectInitial = .seconds(Int64(bluetooth.reconnectInitialSeconds))
-            options.reconnectMax = .seconds(Int64(bluetooth.reconnectMaxSeconds))
-            options.backgroundScanWindow = .seconds(Int64(bluetooth.backgroundScanWindowSeconds))
-            options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
-            options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
-            // Both kinds of device (SPEC §15, §16): a whitelist entry's `profile` picks one, else the advertisement.
-            options.profiles = Self.profiles
-            let api = try EmpaticaAPI(loop: self.loop, options: options)
-            api.onBusLost = { [weak self, unowned api] in
-                guard let self, !self.shuttingDown else { return }
-                let reason = api.busLossReason.map { " (\($0))" } ?? ""
-                self.logger.error("lost the system bus\(reason); reconnecting")
-                self.api = nil
-                self.fleetLinksLost()
-                self.retryBus()
+            for adapter in self.configuration.bluetooth.adapters {
+                started.append(try self.makeAPI(adapter: adapter))
             }
-            api.scanPolicy = { [unowned self] in self.needsDiscovery() }
-            api.defersNotificationReads = self.batchMilliseconds > 0
-            api.onNotificationsPending = { [unowned self] in self.armFlush() }
-            api.profileAssignment = { [unowned self] address in
-                self.configuration.wristbands.first { $0.address == address.description || $0.serial == address.serial }?
-                    .profile
-            }
-            api.onWatchdog = { [unowned self] action, reason in
-                self.logger.warn("Bluetooth watchdog: \(action.rawValue) (\(reason))", ["WATCHDOG": action.rawValue])
-            }
-            self.api = api
+        } catch {
+            for api in started { api.close() }
+            self.logger.error("\(error); retrying in 5 s")
+            self.retryBus()
+            return
+        }
+        self.apis = started
+        for api in started {
             if self.mode == .background { api.prepareForBackground() }
-            guard let key = self.apiKey else { return }
+            guard let key = self.apiKey else { continue }
             do throws(EmpaLinkError) {
                 try api.authenticate(apiKey: key)
                 try api.discoverDevices(delegate: self)
             } catch {
                 self.logger.error("\(error)")
             }
-        } catch {
-            self.logger.error("\(error); retrying in 5 s")
+        }
+    }
+
+    /// The EmpaLink API of one adapter, wired to the agent.
+    func makeAPI(adapter: String) throws(EmpaLinkError) -> EmpaticaAPI {
+        var options = EmpaticaAPI.Options()
+        let bluetooth = self.configuration.bluetooth
+        options.adapter = adapter
+        options.rssiMin = bluetooth.rssiMin
+        options.keyringPath = self.configuration.auth.keyring
+        options.connectTimeout = .seconds(Int64(bluetooth.connectTimeoutSeconds))
+        options.reconnectInitial = .seconds(Int64(bluetooth.reconnectInitialSeconds))
+        options.reconnectMax = .seconds(Int64(bluetooth.reconnectMaxSeconds))
+        options.backgroundScanWindow = .seconds(Int64(bluetooth.backgroundScanWindowSeconds))
+        options.backgroundScanInterval = .seconds(Int64(bluetooth.backgroundScanIntervalSeconds))
+        options.watchdogTimeout = .seconds(Int64(bluetooth.watchdogSeconds))
+        // Both kinds of device (SPEC §15, §16): a whitelist entry's `profile` picks one, else the advertisement.
+        options.profiles = Self.profiles
+        let api = try EmpaticaAPI(loop: self.loop, options: options)
+        api.onBusLost = { [weak self, unowned api] in
+            // Every adapter's API shares the bus: the first to notice ends them all.
+            guard let self, !self.shuttingDown, self.apis.contains(where: { $0 === api }) else { return }
+            let reason = api.busLossReason.map { " (\($0))" } ?? ""
+            self.logger.error("lost the system bus\(reason); reconnecting")
+            let lost = self.apis
+            self.apis = []
+            for other in lost where other !== api { other.close() }
+            self.fleetLinksLost()
             self.retryBus()
         }
+        api.scanPolicy = { [unowned self, unowned api] in self.needsDiscovery(on: api) }
+        api.defersNotificationReads = self.batchMilliseconds > 0
+        api.onNotificationsPending = { [unowned self] in self.armFlush() }
+        api.profileAssignment = { [unowned self] address in
+            self.configuration.wristbands.first { $0.address == address.description || $0.serial == address.serial }?
+                .profile
+        }
+        api.onWatchdog = { [unowned self] action, reason in
+            self.logger.warn("Bluetooth watchdog on \(adapter): \(action.rawValue) (\(reason))",
+                             ["WATCHDOG": action.rawValue, "ADAPTER": adapter])
+        }
+        return api
     }
 
     func retryBus() {
@@ -245,12 +266,47 @@ public final class AgentRuntime {
         self.wristband(for: device)?.topicID ?? device.serialNumber
     }
 
-    /// Discovery runs while a whitelisted wristband is not connected and a connection slot is free.
-    func needsDiscovery() -> Bool {
-        guard let api = self.api, !self.shuttingDown else { return false }
+    /// Every adapter's devices: a wristband heard by two adapters is here twice (see ``apis``).
+    var devices: [EmpaticaDeviceManager] { self.apis.flatMap(\.devices) }
+
+    /// One device per wristband (topic id), in address order: see ``representative(of:)``.
+    var wristbandDevices: [EmpaticaDeviceManager] {
+        guard self.apis.count > 1 else { return self.devices }
+        var seen = Set<String>()
+        var out: [EmpaticaDeviceManager] = []
+        for device in self.devices.sorted(by: { $0.address < $1.address }) {
+            let chosen = self.representative(of: device)
+            if seen.insert(self.topicID(for: chosen)).inserted { out.append(chosen) }
+        }
+        return out
+    }
+
+    /// The device that speaks for `device`'s wristband when several adapters have it: the one wanted or not
+    /// disconnected (at most one is), else the one heard loudest, else the first adapter's.
+    func representative(of device: EmpaticaDeviceManager) -> EmpaticaDeviceManager {
+        guard self.apis.count > 1 else { return device }
+        let id = self.topicID(for: device)
+        let all = self.devices.filter { self.topicID(for: $0) == id }
+        if let active = all.first(where: { $0.isConnectionWanted || $0.deviceStatus != .disconnected }) {
+            return active
+        }
+        return all.max { ($0.rssi ?? Int.min) < ($1.rssi ?? Int.min) } ?? device
+    }
+
+    /// Bluetooth as status and metrics report it: the best of the adapters' (`scanning` if one scans).
+    var bluetoothStatus: BLEStatus {
+        if self.apis.contains(where: { $0.status == .scanning }) { return .scanning }
+        if self.apis.contains(where: { $0.status == .ready }) { return .ready }
+        return .notAvailable
+    }
+
+    /// Discovery runs on an adapter while a whitelisted wristband is not connected (on any adapter) and that adapter
+    /// has a free connection slot.
+    func needsDiscovery(on api: EmpaticaAPI) -> Bool {
+        guard !self.shuttingDown, self.apis.contains(where: { $0 === api }) else { return false }
         let active = api.devices.filter { $0.deviceStatus != .disconnected }.count
         guard active < self.configuration.bluetooth.maxConnections else { return false }
-        let connected = Set(api.devices.filter { $0.deviceStatus == .connected }.map(\.serialNumber))
+        let connected = Set(self.devices.filter { $0.deviceStatus == .connected }.map(\.serialNumber))
         return self.configuration.wristbands.contains { !connected.contains($0.serial) }
     }
 

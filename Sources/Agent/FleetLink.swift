@@ -17,7 +17,6 @@ final class FleetLink {
     /// The fleet's own connection: its Last Will is this board's presence offline, which the agent's connection
     /// (whose will is `P/A/status` offline) cannot also carry.
     let mqtt: MQTTClient
-    let adapter: String
     var timer: TimerHandle?
     var ticks: UInt64 = 0
     var reported: [String: Reported] = [:]
@@ -39,10 +38,9 @@ final class FleetLink {
     var dropLog = LogRateLimit(burst: 10, window: .seconds(60))
     var publishLog = LogRateLimit(burst: 10, window: .seconds(60))
 
-    init(coordinator: FleetCoordinator, mqtt: MQTTClient, adapter: String) {
+    init(coordinator: FleetCoordinator, mqtt: MQTTClient) {
         self.coordinator = coordinator
         self.mqtt = mqtt
-        self.adapter = adapter
     }
 
     var will: MQTTClient.Will {

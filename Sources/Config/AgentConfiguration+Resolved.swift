@@ -11,7 +11,7 @@ extension AgentConfiguration {
             apiKeyFile: table.optionalString("auth.api_key_file"),
             keyring: table.string("auth.keyring"))
         self.bluetooth = Bluetooth(
-            adapter: table.string("bluetooth.adapter"),
+            adapters: table.stringOrStrings("bluetooth.adapter"),
             mode: PowerMode(rawValue: table.string("bluetooth.mode")) ?? .active,
             rssiMin: table.int("bluetooth.rssi_min"),
             maxConnections: table.int("bluetooth.max_connections"),
@@ -90,6 +90,12 @@ extension AgentConfiguration {
         func bool(_ path: String) -> Bool {
             guard case .boolean(let flag)? = self.values[path]?.kind else { return false }
             return flag
+        }
+
+        /// A string as a list of one, or an array of strings.
+        func stringOrStrings(_ path: String) -> [String] {
+            if case .string(let text)? = self.values[path]?.kind { return [text] }
+            return self.strings(path)
         }
 
         func strings(_ path: String) -> [String] {

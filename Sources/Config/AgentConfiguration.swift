@@ -29,7 +29,11 @@ public struct AgentConfiguration: Sendable, Equatable {
     }
 
     public struct Bluetooth: Sendable, Equatable {
-        public var adapter: String
+        /// The adapters to use, in the order given (one or more; `bluetooth.adapter`). Each takes
+        /// ``maxConnections`` wristbands.
+        public var adapters: [String]
+        /// The first adapter (the only one on most boards).
+        public var adapter: String { self.adapters.first ?? "hci0" }
         public var mode: PowerMode
         public var rssiMin: Int
         public var maxConnections: Int

@@ -55,6 +55,8 @@ public enum ConfigCheck: Sendable {
     case address
     /// A BlueZ adapter name: `hci` and a number.
     case adapter
+    /// One adapter name, or an array of 1–8 distinct ones (a board with several radios, SPEC §18).
+    case adapters
     /// An MQTT topic prefix: non-empty levels separated by `/`, no wildcards (`+`, `#`), no leading or trailing `/`.
     case topicPrefix
     /// An MQTT host name or address.
@@ -66,6 +68,7 @@ public enum ConfigCheck: Sendable {
         case .integer: return "integer"
         case .boolean: return "boolean"
         case .subsetOf: return "array of strings"
+        case .adapters: return "string or array of strings"
         default: return "string"
         }
     }
@@ -84,6 +87,7 @@ public enum ConfigCheck: Sendable {
         case .serial: return "6 hex digits"
         case .address: return "`XX:XX:XX:XX:XX:XX`"
         case .adapter: return "`hci0`, `hci1`, …"
+        case .adapters: return "`\"hci0\"` or `[\"hci0\", \"hci1\"]` (1 … 8 distinct)"
         case .topicPrefix: return "topic levels, no `+ #`"
         case .host: return "host name or IP address"
         }

@@ -35,8 +35,10 @@ public enum ConfigSchema {
                   "Keyring of hashed API keys (`empalinkctl key add` writes it). Read at start and on every reload; "
                       + "a changed path needs a restart."),
 
-        ConfigKey("bluetooth.adapter", .adapter, default: .value(.string("hci0")),
-                  "BlueZ adapter to use."),
+        ConfigKey("bluetooth.adapter", .adapters, default: .value(.string("hci0")),
+                  "BlueZ adapter to use, or a list of them: each takes `max_connections` wristbands; a wristband "
+                      + "goes to the adapter with the most free slots that hears it, one attempt at a time per "
+                      + "adapter. A changed list needs a restart."),
         ConfigKey("bluetooth.mode", .oneOf(["active", "background"]), default: .value(.string("active")),
                   "Power mode at start: `active` scans while a wristband is missing; `background` duty-cycles scanning "
                       + "and batches less often (SIGUSR1/SIGUSR2 and `empalinkctl mode` switch at run time)."),
@@ -44,7 +46,7 @@ public enum ConfigSchema {
                   "Ignore advertisements weaker than this (dBm); passed to BlueZ's discovery filter. -127 sets no "
                       + "threshold, which also keeps controllers that report no RSSI."),
         ConfigKey("bluetooth.max_connections", .integer(1...32), default: .value(.integer(5)),
-                  "Most wristbands connected at once."),
+                  "Most wristbands connected at once, per adapter."),
         ConfigKey("bluetooth.connect_timeout_s", .integer(1...300), default: .value(.integer(20)),
                   "Seconds a connection attempt may take, services resolved included."),
         ConfigKey("bluetooth.reconnect_initial_s", .integer(1...3600), default: .value(.integer(1)),

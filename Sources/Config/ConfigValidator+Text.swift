@@ -71,6 +71,16 @@ extension ConfigValidator {
         }
     }
 
+    /// Most adapters `bluetooth.adapter` may list.
+    static let maximumAdapters = 8
+
+    /// `hci` and 1-3 digits: what bluetoothd names adapters, and safe in an object path.
+    static func isAdapterName(_ text: String) -> Bool {
+        let digits = text.utf8.dropFirst(3)
+        return text.hasPrefix("hci") && (1...3).contains(digits.count)
+            && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
     static func isIdentifier(_ text: String) -> Bool {
         (1...64).contains(text.utf8.count) && text.utf8.allSatisfy(self.isIdentifierByte)
     }

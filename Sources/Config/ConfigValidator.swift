@@ -152,6 +152,35 @@ public enum ConfigValidator {
                     seen.append(text)
                 }
                 return ok ? value : nil
+            case .adapters:
+                // One name is the same as a list of one: the typed configuration reads a list.
+                let items: [TOMLValue]
+                switch value.kind {
+                case .string: items = [value]
+                case .array(let array): items = array
+                default: return wrongType("an adapter name or an array of them")
+                }
+                guard (1...ConfigValidator.maximumAdapters).contains(items.count) else {
+                    self.error("\(name): expected 1 … \(ConfigValidator.maximumAdapters) adapters, found "
+                                   + "\(items.count)", at: value.position)
+                    return nil
+                }
+                var seen: [String] = []
+                for item in items {
+                    guard case .string(let text) = item.kind, ConfigValidator.isAdapterName(text) else {
+                        let found = if case .string(let text) = item.kind { ConfigValidator.quoted(text) }
+                            else { ConfigValidator.article(item) }
+                        self.error("\(name): \(found) is not an adapter name; expected \"hci0\", \"hci1\", …",
+                                   at: item.position)
+                        return nil
+                    }
+                    guard !seen.contains(text) else {
+                        self.error("\(name): \"\(text)\" is listed twice", at: item.position)
+                        return nil
+                    }
+                    seen.append(text)
+                }
+                return TOMLValue(.array(items), at: value.position)
             default:
                 break
             }
@@ -199,9 +228,7 @@ public enum ConfigValidator {
                 }
                 return TOMLValue(.string(address), at: value.position)
             case .adapter:
-                let digits = text.utf8.dropFirst(3)
-                guard text.hasPrefix("hci"), (1...3).contains(digits.count),
-                      digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                guard ConfigValidator.isAdapterName(text) else {
                     return invalid("\(quoted) is not an adapter name; expected \"hci0\", \"hci1\", …")
                 }
                 return value
@@ -219,7 +246,7 @@ public enum ConfigValidator {
                     return invalid("\(quoted) is not a host name or address")
                 }
                 return value
-            case .integer, .boolean, .subsetOf:
+            case .integer, .boolean, .subsetOf, .adapters:
                 return value
             }
         }

@@ -45,6 +45,8 @@ public final class EmpaticaDeviceManager {
     public let profile: any DeviceProfile
     /// Lower-case hex of the address's last three bytes, e.g. `9ff167`.
     public var serialNumber: String { self.address.serial }
+    /// The adapter this device object belongs to (`hci0`): BlueZ has one object per adapter that heard a device.
+    public let adapter: String
     public private(set) var name: String
     public private(set) var rssi: Int?
     /// When BlueZ last announced an `RSSI` for the device (`InterfacesAdded` with one, or a `PropertiesChanged`
@@ -96,6 +98,7 @@ public final class EmpaticaDeviceManager {
 
     init(api: EmpaticaAPI, path: String, address: BluetoothAddress, info: BlueZDeviceInfo,
          profile: any DeviceProfile) {
+        self.adapter = api.options.adapter
         self.api = api
         self.path = path
         self.address = address
