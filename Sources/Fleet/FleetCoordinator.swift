@@ -133,6 +133,10 @@ public struct FleetCoordinator: Sendable {
         var lastContact = -Double.infinity
         /// Our link to it was lost and has not come back: the attempts since are retries of a lost link.
         var linkLost = false
+        /// When each of our adapters last heard it (only adapters we have), and the adapter of its last link: BlueZ
+        /// has a device object for it there, so an attempt can go there.
+        var heardOn: [String: Double] = [:]
+        var lastAdapter: String?
         /// Since when the lease has looked free to us (for the stagger).
         var freeSince: Double?
         /// Since when our RSSI has beaten the holder's by the margin (for the handover).
@@ -188,8 +192,8 @@ public struct FleetCoordinator: Sendable {
         switch event {
         case .tick:
             self.tick(now, &out)
-        case .localSighting(let serial, let rssi, _):
-            self.heard(serial, rssi: rssi, now: now)
+        case .localSighting(let serial, let rssi, let adapter):
+            self.heard(serial, rssi: rssi, adapter: adapter, now: now)
         case .message(let topic, let payload):
             do throws(FleetDecodeError) {
                 let message = try FleetMessage.decode(topic: topic, payload: payload, prefix: self.prefix)
@@ -214,6 +218,7 @@ public struct FleetCoordinator: Sendable {
                 if let adapter = band.link.adapter, !adapters.contains(where: { $0.name == adapter }) {
                     self.bands[serial]?.link = .idle(retryAt: now)
                 }
+                self.bands[serial]?.heardOn = band.heardOn.filter { name, _ in adapters.contains { $0.name == name } }
             }
             self.tick(now, &out)
         case .shutdown:
@@ -226,8 +231,11 @@ public struct FleetCoordinator: Sendable {
 
     // MARK: - Local radio
 
-    private mutating func heard(_ serial: String, rssi: Double, now: Double) {
-        guard var band = self.bands[serial], rssi.isFinite else { return }
+    private mutating func heard(_ serial: String, rssi: Double, adapter: String, now: Double) {
+        // Only our adapters hear for us (an unknown name is the caller's mistake; it claims nothing).
+        guard var band = self.bands[serial], rssi.isFinite, self.adapters.contains(where: { $0.name == adapter })
+        else { return }
+        band.heardOn[adapter] = now
         let clamped = min(max(rssi, Sighting.rssiRange.lowerBound), Sighting.rssiRange.upperBound)
         if let smoothed = band.smoothed, now - band.lastHeard < self.policy.localExpiry {
             band.smoothed = smoothed + self.policy.rssiSmoothing * (clamped - smoothed)
@@ -271,16 +279,24 @@ public struct FleetCoordinator: Sendable {
     }
 
     /// The adapter for the next attempt: no attempt in flight there, the most free slots, then the lower name.
-    private func chooseAdapter() -> String? {
-        var best: (name: String, free: Int)?
+    /// The adapter for `band`'s next attempt: one without an attempt in flight and with a free slot; among those, one
+    /// that heard it lately (or carried its last link) first, then the most free slots, then the lower name.
+    private func chooseAdapter(for band: Band, _ now: Double) -> String? {
+        var best: (name: String, reaches: Bool, free: Int)?
         for adapter in self.adapters {
             let busy = self.bands.values.contains { $0.link == .connecting(adapter: adapter.name) }
             let free = self.freeSlots(on: adapter)
             guard !busy, free > 0 else { continue }
-            if let current = best, current.free > free || (current.free == free && current.name < adapter.name) {
-                continue
+            let heard = band.heardOn[adapter.name].map { now - $0 < self.policy.localExpiry } ?? false
+            let reaches = heard || band.lastAdapter == adapter.name
+            if let current = best {
+                if current.reaches != reaches {
+                    if current.reaches { continue }
+                } else if current.free > free || (current.free == free && current.name < adapter.name) {
+                    continue
+                }
             }
-            best = (adapter.name, free)
+            best = (adapter.name, reaches, free)
         }
         return best?.name
     }
@@ -404,6 +420,7 @@ public struct FleetCoordinator: Sendable {
         band.lastContact = now
         band.failures = 0
         band.linkLost = false
+        band.lastAdapter = adapter
         if case .holding = band.role {
             band.link = .connected(adapter: adapter)
         } else {
@@ -691,7 +708,7 @@ public struct FleetCoordinator: Sendable {
         guard case .idle(let retryAt) = band.link, now >= retryAt else { return }
         // `band` is out of `self.bands` while it is evaluated: count its slot from the others only.
         self.bands[serial] = band
-        if let adapter = self.chooseAdapter() {
+        if let adapter = self.chooseAdapter(for: band, now) {
             band.link = .connecting(adapter: adapter)
             out.append(.connect(serial: serial, adapter: adapter))
             return

@@ -47,14 +47,17 @@ import Testing
     }
 
     /// Runs ticks every 0.25 s from `from` through `to`, hearing `heard` (serial → dBm) before each; all actions.
-    static func run(_ board: inout Coordinator, from: Double, to: Double, heard: [String: Double] = [serial: -60])
-        -> [Action]
+    /// Each sighting comes from every adapter of the board, or from those in `hearing`.
+    static func run(_ board: inout Coordinator, from: Double, to: Double, heard: [String: Double] = [serial: -60],
+                    hearing: [String]? = nil) -> [Action]
     {
         var out: [Action] = []
         var now = from
         while now <= to + 1e-9 {
             for (serial, rssi) in heard.sorted(by: { $0.key < $1.key }) {
-                out += board.handle(.localSighting(serial: serial, rssi: rssi, adapter: "hci0"), now: now)
+                for adapter in hearing ?? board.adapters.map(\.name) {
+                    out += board.handle(.localSighting(serial: serial, rssi: rssi, adapter: adapter), now: now)
+                }
             }
             out += board.handle(.tick, now: now)
             now += 0.25
@@ -408,6 +411,24 @@ import Testing
         }
         #expect(presence.last?.adapters == [AdapterSlots(name: "hci0", capacity: 1, free: 0),
                                             AdapterSlots(name: "hci1", capacity: 3, free: 1)])
+    }
+
+    /// BlueZ has a device object only on the adapters that heard the wristband: an attempt goes to one of those
+    /// (or to the adapter of its last link), before the one with more free slots.
+    @Test func anAttemptGoesToAnAdapterThatHeardTheWristband() {
+        var board = Self.board("b", adapters: [("hci0", 1), ("hci1", 3)])
+        _ = board.handle(.brokerConnected, now: 0)
+        let out = Self.run(&board, from: 0, to: 12, hearing: ["hci0"])
+        #expect(Self.connects(out) == ["\(Self.serial)@hci0"], "hci1 has more room but never heard it")
+        _ = board.handle(.connected(serial: Self.serial, adapter: "hci0"), now: 12.1)
+        // Its link is lost and nobody hears it now: the retry goes where the link was.
+        let retry = board.handle(.disconnected(serial: Self.serial, adapter: "hci0"), now: 30)
+        #expect(Self.connects(retry) == ["\(Self.serial)@hci0"])
+        // Heard by neither, a fresh claim elsewhere falls back to free slots.
+        var other = Self.board("c", adapters: [("hci0", 1), ("hci1", 3)])
+        _ = other.handle(.brokerConnected, now: 0)
+        let unheard = Self.run(&other, from: 0, to: 12, hearing: ["hci2"])
+        #expect(Self.connects(unheard).isEmpty, "a wristband no adapter of ours heard is not claimed")
     }
 
     @Test func sightingsArePublishedEveryTwoSecondsWithExpiryAndClearedWhenNoLongerHeard() {

@@ -227,7 +227,10 @@ struct Ward {
                     continue
                 }
                 let rssi = base + self.random.uniform(-4...4)
-                self.feed(board, .localSighting(serial: band.serial, rssi: rssi, adapter: "hci0"))
+                // Every adapter of a board hears an advertisement (as BlueZ reports it, one object per adapter).
+                for adapter in self.boards[board].coordinator.adapters {
+                    self.feed(board, .localSighting(serial: band.serial, rssi: rssi, adapter: adapter.name))
+                }
             }
         case .connectDone(let board, let index, let attempt):
             guard self.bands[index].attempts[board] == attempt else { return }

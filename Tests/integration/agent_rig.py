@@ -204,8 +204,10 @@ class NotifySocket:
 class Rig:
     """dbus-daemon + empalink-sim + mosquitto + subscriber, and empalinkd on demand. Use as a context manager."""
 
-    def __init__(self, devices=3, seed=7, notify=False, scenario=SCENARIO, broker_extra="", hrs=0):
+    def __init__(self, devices=3, seed=7, notify=False, scenario=SCENARIO, broker_extra="", hrs=0, adapters=1):
         self.scenario = scenario
+        # Adapters of the simulated board (`empalink-sim --adapters`): hci0 … hci(N-1).
+        self.adapters = adapters
         self.broker_extra = broker_extra
         self.bin = bin_dir()
         for name in ("empalinkd", "empalinkctl", "empalink-sim"):
@@ -282,7 +284,8 @@ class Rig:
         self.sim = self._spawn([str(self.bin / "empalink-sim"), "--bus", self.bus_address,
                                 "--devices", str(self.devices), "--hrs", str(self.hrs), "--seed", str(self.seed),
                                 "--scenario", str(self.tmp / "scenario.toml"), "--truth", str(self.truth),
-                                "--log-level", "warn"], "sim.log")
+                                "--log-level", "warn"]
+                               + (["--adapters", str(self.adapters)] if self.adapters != 1 else []), "sim.log")
 
         def ready():
             if self.sim.poll() is not None:
