@@ -6,6 +6,11 @@ import DBus
 extension Simulator {
     static let adapterInterface = "org.bluez.Adapter1"
 
+    // `hci0`'s state by its old names (a one-adapter board's whole state, as tests read it).
+    var powered: Bool { self.adapters[0].powered }
+    var discoverySessions: [String] { self.adapters[0].discoverySessions }
+    var scanRestartedAt: Double { self.adapters[0].scanRestartedAt }
+
     func exportAdapter(_ adapter: SimulatedAdapter, on connection: DBusConnection) throws(DBusError) {
         let interface = DBusInterface(name: Simulator.adapterInterface, properties: [
             ("Address", DBusProperty(.string(adapter.address))),
@@ -36,7 +41,9 @@ extension Simulator {
                 self?.setDiscoveryFilter(call, adapter)
             },
             DBusMethod("GetDiscoveryFilters", out: "as") { call in call.reply([.strings(DiscoveryFilter.keys)]) },
-            DBusMethod("RemoveDevice", in: "o") { [weak self, unowned adapter] call in self?.removeDevice(call, adapter) },
+            DBusMethod("RemoveDevice", in: "o") { [weak self, unowned adapter] call in
+                self?.removeDevice(call, adapter)
+            },
         ])
         try connection.objects.export(adapter.path, interfaces: [interface, self.monitorManagerInterface(adapter)])
     }
@@ -231,7 +238,7 @@ extension Simulator {
             var seen = false
             if adapter.discoveringSince != nil && self.passesDiscoveryFilters(device, adapter) {
                 seen = true
-                self.reportFound(device, adapter, scanRestarted: scanRestarted)
+                self.reportFound(device, scanRestarted: scanRestarted)
             }
             for monitor in adapter.monitors where monitor.matches(device.advertisingData) {
                 if !device.exported { self.exportDevice(device, withRSSI: true) }
@@ -249,7 +256,7 @@ extension Simulator {
     }
 
     /// A discovered advertisement: the device appears (InterfacesAdded) or its RSSI changes.
-    func reportFound(_ device: SimulatedDevice, _ adapter: SimulatedAdapter, scanRestarted: Bool = false) {
+    func reportFound(_ device: SimulatedDevice, scanRestarted: Bool = false) {
         if !device.exported {
             self.exportDevice(device, withRSSI: true)
             return
@@ -264,7 +271,7 @@ extension Simulator {
         let current = self.bluez?.objects.property(device.path, interface: Simulator.deviceInterface, name: "RSSI")
         let old = current?.int64.map { Int16(clamping: $0) }
         // bluetoothd reports an RSSI change only when it moved by 8 dBm or more, unless duplicates are wanted.
-        if let old, !self.wantsDuplicates(adapter), abs(Int(old) - Int(device.rssi)) < 8 { return }
+        if let old, !self.wantsDuplicates(self.adapter(of: device)), abs(Int(old) - Int(device.rssi)) < 8 { return }
         device.rssiPresent = true
         self.setProperty(device.path, Simulator.deviceInterface, "RSSI", .int16(device.rssi))
     }

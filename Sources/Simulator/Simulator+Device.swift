@@ -120,9 +120,9 @@ extension Simulator {
     }
 
     /// A ward board's `Connect` to a wristband that does not answer it (connected to another board or through
-    /// another adapter of this one, out of range, the radio deaf): like bluetoothd's LE initiator, it keeps listening, connects if the wristband advertises to
-    /// this board again before `deadline` (checked every 100 ms; the link is up `connect_ms` later) and fails at the
-    /// deadline otherwise.
+    /// another adapter of this one, out of range, the radio deaf): like bluetoothd's LE initiator, it keeps
+    /// listening, connects if the wristband advertises to this adapter again before `deadline` (checked every
+    /// 100 ms; the link is up `connect_ms` later) and fails at the deadline otherwise.
     func awaitAdvertisement(_ device: SimulatedDevice, until deadline: Double) {
         device.connectTimer = self.after(milliseconds: 100) { [weak self, weak device] in
             guard let self, let device, device.state == .connecting else { return }

@@ -31,7 +31,9 @@ extension Simulator {
             guard !targets.isEmpty else { return "no device matches '\(selector)'" }
             for device in targets { device.corruption = min(max(rate, 0), 1) }
         case .powerOff(let seconds, let index):
-            guard index < self.adapters.count else { return "no adapter hci\(index) (the board has \(self.adapters.count))" }
+            guard index < self.adapters.count else {
+                return "no adapter hci\(index) (the board has \(self.adapters.count))"
+            }
             let adapter = self.adapters[index]
             self.setPowered(false, adapter)
             if let timer = adapter.powerTimer { _ = self.loop.cancel(timer) }

@@ -1,8 +1,9 @@
 import DBus
 
-/// `org.bluez.AdvertisementMonitorManager1` on each adapter (monitors are per adapter, as in bluetoothd): clients register an object tree of
-/// `org.bluez.AdvertisementMonitor1` objects; valid `or_patterns` monitors are activated and told `DeviceFound`
-/// / `DeviceLost` as matching wristbands start and stop advertising, without discovery running.
+/// `org.bluez.AdvertisementMonitorManager1` on each adapter (monitors are per adapter, as in bluetoothd): clients
+/// register an object tree of `org.bluez.AdvertisementMonitor1` objects; valid `or_patterns` monitors are activated
+/// and told `DeviceFound` / `DeviceLost` as matching wristbands start and stop advertising, without discovery
+/// running.
 extension Simulator {
     static let monitorManagerInterface = "org.bluez.AdvertisementMonitorManager1"
     static let monitorInterface = "org.bluez.AdvertisementMonitor1"

@@ -77,8 +77,8 @@ final class Ward {
         if let directory {
             do {
                 if mkdir(directory, 0o755) != 0 && errno != EEXIST { throw Errno.current }
-                self.truth = try TruthFile(path: directory + "/ward.csv",
-                                           header: "t,wall,board,serial,event,reason" + (self.adapterColumn ? ",adapter" : ""))
+                let header = "t,wall,board,serial,event,reason" + (self.adapterColumn ? ",adapter" : "")
+                self.truth = try TruthFile(path: directory + "/ward.csv", header: header)
             } catch {
                 throw SimulatorError("cannot write the ward truth to \(directory)/ward.csv: \(error)")
             }
