@@ -111,6 +111,25 @@ import TestSupport
         }
     }
 
+    @Test func scenariosNameAdapters() throws {
+        let fault = try Scenario.parse("""
+            [[fault]]
+            at_s = 1
+            action = "power_off"
+            duration_s = 2
+            adapter = "hci1"
+            """)
+        #expect(fault.faults.map(\.action) == [.powerOff(seconds: 2, adapter: 1)])
+        #expect(throws: ScenarioError.self) {
+            try Scenario.parse("[[fault]]\nat_s = 1\naction = \"power_off\"\nadapter = \"hci8\"\n")
+        }
+        let ward = try #require(try Scenario.parse(Self.wardOfTwoAdapters).ward)
+        #expect(ward.boards.map(\.adapters) == [2, 1])
+        #expect(throws: ScenarioError.self) {
+            try Scenario.parse("[ward]\n[[ward.board]]\nname = \"a\"\nx = 0\ny = 0\nadapters = 9\n")
+        }
+    }
+
     /// Board `a` with two adapters, board `b` 10 m away; no noise.
     static let wardOfTwoAdapters = """
         [ward]
