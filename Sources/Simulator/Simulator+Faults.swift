@@ -40,8 +40,10 @@ extension Simulator {
             adapter.powerTimer = nil
             if seconds > 0 {
                 adapter.powerTimer = self.after(milliseconds: Int(seconds * 1000)) { [weak self, unowned adapter] in
+                    // The simulator owns its adapters: while it exists, so does `adapter`.
+                    guard let self else { return }
                     adapter.powerTimer = nil
-                    self?.setPowered(true, adapter)
+                    self.setPowered(true, adapter)
                 }
             }
         case .restart(let seconds):
