@@ -8,8 +8,8 @@ public enum FaultAction: Hashable, Sendable {
     case packetLoss(device: String, rate: Double)
     /// Garbles this fraction of notifications (wrong length or flipped bits).
     case corruption(device: String, rate: Double)
-    /// Powers the adapter off; back on after `seconds` (never when `seconds` ≤ 0).
-    case powerOff(seconds: Double)
+    /// Powers adapter `hci<adapter>` off (`hci0` unless said); back on after `seconds` (never when `seconds` ≤ 0).
+    case powerOff(seconds: Double, adapter: Int = 0)
     /// The BlueZ face leaves the bus for `seconds`, then returns with a new unique name (a bluetoothd restart).
     case restart(seconds: Double)
     /// A button press on the wristband.

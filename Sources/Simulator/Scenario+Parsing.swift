@@ -165,6 +165,7 @@ extension Scenario {
         var name = ""
         var message = ""
         var count = 1
+        var adapter = 0
         for entry in table.entries {
             let v = entry.value
             switch entry.key {
@@ -177,6 +178,12 @@ extension Scenario {
             case "error": name = try Self.string(v, entry.key)
             case "message": message = try Self.string(v, entry.key)
             case "count": count = Int(try Self.integer(v, entry.key, in: 1...1_000_000))
+            case "adapter":
+                let text = try Self.string(v, entry.key)
+                guard let index = SimulatedAdapter.index(named: text, count: SimulatedAdapter.maximum) else {
+                    throw ScenarioError("'adapter' must name an adapter hci0 to hci7", at: v.position)
+                }
+                adapter = index
             default: throw ScenarioError("unknown key '\(entry.key)' in [[fault]]", at: entry.keyPosition)
             }
         }
@@ -187,7 +194,7 @@ extension Scenario {
         case "out_of_range"?: kind = .outOfRange(device: device, seconds: seconds)
         case "packet_loss"?: kind = .packetLoss(device: device, rate: rate)
         case "corruption"?: kind = .corruption(device: device, rate: rate)
-        case "power_off"?: kind = .powerOff(seconds: seconds)
+        case "power_off"?: kind = .powerOff(seconds: seconds, adapter: adapter)
         case "restart"?: kind = .restart(seconds: seconds)
         case "tag"?: kind = .tag(device: device)
         case "error"?:

@@ -48,6 +48,7 @@ extension Scenario {
         var address: String?
         var x: Double?
         var y: Double?
+        var adapters = 1
         for entry in table.entries {
             let v = entry.value
             switch entry.key {
@@ -63,16 +64,17 @@ extension Scenario {
                 address = text
             case "x": x = try Self.number(v, entry.key, in: Self.wardExtent)
             case "y": y = try Self.number(v, entry.key, in: Self.wardExtent)
+            case "adapters": adapters = Int(try Self.integer(v, entry.key, in: 1...Int64(SimulatedAdapter.maximum)))
             default:
-                throw ScenarioError("unknown key '\(entry.key)' in [[ward.board]] (expected name, bus, x, y)",
-                                    at: entry.keyPosition)
+                throw ScenarioError("unknown key '\(entry.key)' in [[ward.board]] (expected name, bus, x, y, "
+                                    + "adapters)", at: entry.keyPosition)
             }
         }
         guard let name else { throw ScenarioError("[[ward.board]] needs a 'name'", at: position) }
         guard let x, let y else {
             throw ScenarioError("board '\(name)' needs its position 'x' and 'y' (metres)", at: position)
         }
-        return WardBoard(name: name, address: address, x: x, y: y)
+        return WardBoard(name: name, address: address, x: x, y: y, adapters: adapters)
     }
 
     private static func wardEvent(_ table: TOMLTable, at position: SourcePosition, ward: WardScenario)

@@ -16,6 +16,8 @@ final class SimulatedDevice {
     let serial: String
     let name: String
     let path: String
+    /// The adapter this view of the wristband belongs to (0 for `hci0`, see ``SimulatedAdapter``).
+    let adapterIndex: Int
     var physiology: PhysiologyModel
     var random: SimRandom
     /// Packet-fault decisions draw from their own stream, so they do not depend on radio timing.
@@ -58,8 +60,10 @@ final class SimulatedDevice {
     ///   peripheral face passes its adapter's, since that is the address a central sees).
     /// - Parameter omitting: characteristics (16-bit UUIDs) left out of the GATT tree (`omit_characteristics`).
     /// - Parameter kind: an E4 or a heart-rate strap.
+    /// - Parameter adapter: the adapter index whose object this is (`/org/bluez/hciK/dev_…`); its RSSI sits
+    ///   `rssiOffset` dB from `hci0`'s (the same random walk otherwise).
     init(index: Int, seed: UInt64, physiology: PhysiologyParameters, address: BluetoothAddress? = nil,
-         omitting: Set<UInt16> = [], kind: SimulatedDeviceKind = .e4) {
+         omitting: Set<UInt16> = [], kind: SimulatedDeviceKind = .e4, adapter: Int = 0, rssiOffset: Int = 0) {
         self.index = index
         self.kind = kind
         let byte = UInt8(truncatingIfNeeded: index)
@@ -70,11 +74,12 @@ final class SimulatedDevice {
         self.addressString = self.address.description
         self.serial = self.address.serial
         self.name = kind == .e4 ? E4Profile.e4Name : "HRM-Sim " + self.address.serial.uppercased()
-        self.path = "/org/bluez/hci0/dev_" + self.addressString.split(separator: ":").joined(separator: "_")
+        self.adapterIndex = adapter
+        self.path = "/org/bluez/hci\(adapter)/dev_" + self.addressString.split(separator: ":").joined(separator: "_")
         self.physiology = PhysiologyModel(seed: seed, device: index, parameters: physiology)
         self.random = SimRandom(seed: seed, UInt64(index), 99)
         self.faultRandom = SimRandom(seed: seed, UInt64(index), 98)
-        self.rssiCentre = -55 - 20 * self.random.unit()
+        self.rssiCentre = -55 - 20 * self.random.unit() + Double(rssiOffset)
         self.rssi = Int16(self.rssiCentre.rounded())
         self.characteristics = kind == .e4
             ? SimulatedDevice.makeCharacteristics(devicePath: self.path, omitting: omitting)

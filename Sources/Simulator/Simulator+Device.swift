@@ -22,7 +22,7 @@ extension Simulator {
             ("UUIDs", DBusProperty(.strings(device.gattExported
                 ? device.services.map { SimulatedCharacteristic.uuid128($0.uuid16) }
                 : device.advertisedServices.map(SimulatedCharacteristic.uuid128)))),
-            ("Adapter", DBusProperty(.objectPath(Simulator.adapterPath))),
+            ("Adapter", DBusProperty(.objectPath(self.adapter(of: device).path))),
             ("ManufacturerData", DBusProperty(.dictionary(key: "q", value: "v", [
                 .init(.uint16(0xFFFF), .variant(.bytes(device.manufacturerPayload))),
             ]))),
@@ -73,7 +73,7 @@ extension Simulator {
         connection.objects.unexport(device.path)
         device.exported = false
         device.rssiPresent = false
-        for monitor in self.monitors { monitor.found[device.index] = nil }
+        for monitor in self.adapter(of: device).monitors { monitor.found[device.index] = nil }
     }
 
     func connect(_ device: SimulatedDevice, _ call: DBusMethodCall) {
@@ -82,7 +82,7 @@ extension Simulator {
         if self.hostile(device)?.ownerChangeMidCall == .connect, !self.ownerChangedMidCall {
             return self.changeOwnerMidCall(call, device)
         }
-        guard self.powered else { return call.fail(BlueZError.notReady) }
+        guard self.adapter(of: device).powered else { return call.fail(BlueZError.notReady) }
         switch device.state {
         case .connected:
             return call.reply()
@@ -96,7 +96,8 @@ extension Simulator {
         let timing = self.scenario.timing
         let started = self.now
         guard device.isInRange(at: started) && self.wardAccepts(device, at: started) else {
-            if self.ward != nil && device.isInRange(at: started) {
+            // A wristband connected through another adapter (or board) does not advertise: the initiator listens.
+            if (self.ward != nil || self.adapters.count > 1) && device.isInRange(at: started) {
                 self.awaitAdvertisement(device, until: started + timing.connectTimeoutSeconds)
             } else {
                 self.failConnect(device, after: Int(timing.connectTimeoutSeconds * 1000))
@@ -118,10 +119,10 @@ extension Simulator {
         }
     }
 
-    /// A ward board's `Connect` to a wristband that does not answer it (connected to another board, out of range,
-    /// the radio deaf): like bluetoothd's LE initiator, it keeps listening, connects if the wristband advertises to
-    /// this board again before `deadline` (checked every 100 ms; the link is up `connect_ms` later) and fails at the
-    /// deadline otherwise.
+    /// A ward board's `Connect` to a wristband that does not answer it (connected to another board or through
+    /// another adapter of this one, out of range, the radio deaf): like bluetoothd's LE initiator, it keeps
+    /// listening, connects if the wristband advertises to this adapter again before `deadline` (checked every
+    /// 100 ms; the link is up `connect_ms` later) and fails at the deadline otherwise.
     func awaitAdvertisement(_ device: SimulatedDevice, until deadline: Double) {
         device.connectTimer = self.after(milliseconds: 100) { [weak self, weak device] in
             guard let self, let device, device.state == .connecting else { return }

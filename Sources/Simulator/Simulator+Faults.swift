@@ -30,14 +30,20 @@ extension Simulator {
             let targets = self.devices(matching: selector)
             guard !targets.isEmpty else { return "no device matches '\(selector)'" }
             for device in targets { device.corruption = min(max(rate, 0), 1) }
-        case .powerOff(let seconds):
-            self.setPowered(false)
-            if let timer = self.powerTimer { _ = self.loop.cancel(timer) }
-            self.powerTimer = nil
+        case .powerOff(let seconds, let index):
+            guard index < self.adapters.count else {
+                return "no adapter hci\(index) (the board has \(self.adapters.count))"
+            }
+            let adapter = self.adapters[index]
+            self.setPowered(false, adapter)
+            if let timer = adapter.powerTimer { _ = self.loop.cancel(timer) }
+            adapter.powerTimer = nil
             if seconds > 0 {
-                self.powerTimer = self.after(milliseconds: Int(seconds * 1000)) { [weak self] in
-                    self?.powerTimer = nil
-                    self?.setPowered(true)
+                adapter.powerTimer = self.after(milliseconds: Int(seconds * 1000)) { [weak self, unowned adapter] in
+                    // The simulator owns its adapters: while it exists, so does `adapter`.
+                    guard let self else { return }
+                    adapter.powerTimer = nil
+                    self.setPowered(true, adapter)
                 }
             }
         case .restart(let seconds):

@@ -1,34 +1,39 @@
 import DBus
 
-/// `org.bluez.AdvertisementMonitorManager1` on `hci0`: clients register an object tree of
-/// `org.bluez.AdvertisementMonitor1` objects; valid `or_patterns` monitors are activated and told `DeviceFound`
-/// / `DeviceLost` as matching wristbands start and stop advertising, without discovery running.
+/// `org.bluez.AdvertisementMonitorManager1` on each adapter (monitors are per adapter, as in bluetoothd): clients
+/// register an object tree of `org.bluez.AdvertisementMonitor1` objects; valid `or_patterns` monitors are activated
+/// and told `DeviceFound` / `DeviceLost` as matching wristbands start and stop advertising, without discovery
+/// running.
 extension Simulator {
     static let monitorManagerInterface = "org.bluez.AdvertisementMonitorManager1"
     static let monitorInterface = "org.bluez.AdvertisementMonitor1"
 
-    func monitorManagerInterface() -> DBusInterface {
+    func monitorManagerInterface(_ adapter: SimulatedAdapter) -> DBusInterface {
         DBusInterface(name: Simulator.monitorManagerInterface, properties: [
             ("SupportedMonitorTypes", DBusProperty(.strings(["or_patterns"]))),
             ("SupportedFeatures", DBusProperty(.strings([]))),
         ], methods: [
-            DBusMethod("RegisterMonitor", in: "o") { [weak self] call in self?.registerMonitor(call) },
-            DBusMethod("UnregisterMonitor", in: "o") { [weak self] call in self?.unregisterMonitor(call) },
+            DBusMethod("RegisterMonitor", in: "o") { [weak self, unowned adapter] call in
+                self?.registerMonitor(call, adapter)
+            },
+            DBusMethod("UnregisterMonitor", in: "o") { [weak self, unowned adapter] call in
+                self?.unregisterMonitor(call, adapter)
+            },
         ])
     }
 
-    func registerMonitor(_ call: DBusMethodCall) {
+    func registerMonitor(_ call: DBusMethodCall, _ adapter: SimulatedAdapter) {
         if self.failIfInjected(call, "RegisterMonitor") { return }
         guard let sender = call.sender, let root = call.arguments[0].string else {
             return call.fail(BlueZError.invalidArguments)
         }
-        guard !self.monitors.contains(where: { $0.owner == sender && $0.root == root }) else {
+        guard !adapter.monitors.contains(where: { $0.owner == sender && $0.root == root }) else {
             return call.fail(DBusError(name: BlueZError.prefix + "AlreadyExists", message: "Already Exists"))
         }
         call.reply()
         // Like bluetoothd: read the client's tree, activate valid monitors, release invalid ones.
         self.bluez?.call(destination: sender, path: root, interface: "org.freedesktop.DBus.ObjectManager",
-                         member: "GetManagedObjects") { [weak self] result in
+                         member: "GetManagedObjects") { [weak self, unowned adapter] result in
             guard let self, case .success(let values) = result, let objects = values.first else { return }
             guard case .dictionary(_, _, let entries) = objects.unwrapped else { return }
             for entry in entries {
@@ -42,7 +47,7 @@ extension Simulator {
                                      member: "Release") { _ in }
                     continue
                 }
-                self.monitors.append(AdvertisementMonitor(owner: sender, root: root, path: path, patterns: patterns))
+                adapter.monitors.append(AdvertisementMonitor(owner: sender, root: root, path: path, patterns: patterns))
                 self.bluez?.call(destination: sender, path: path, interface: Simulator.monitorInterface,
                                  member: "Activate") { _ in }
                 self.logger.info("advertisement monitor \(sender) \(path) active")
@@ -50,14 +55,14 @@ extension Simulator {
         }
     }
 
-    func unregisterMonitor(_ call: DBusMethodCall) {
+    func unregisterMonitor(_ call: DBusMethodCall, _ adapter: SimulatedAdapter) {
         if self.failIfInjected(call, "UnregisterMonitor") { return }
         guard let sender = call.sender, let root = call.arguments[0].string else {
             return call.fail(BlueZError.invalidArguments)
         }
-        let released = self.monitors.filter { $0.owner == sender && $0.root == root }
+        let released = adapter.monitors.filter { $0.owner == sender && $0.root == root }
         guard !released.isEmpty else { return call.fail(BlueZError.doesNotExist) }
-        self.monitors.removeAll { $0.owner == sender && $0.root == root }
+        adapter.monitors.removeAll { $0.owner == sender && $0.root == root }
         for monitor in released {
             self.bluez?.call(destination: sender, path: monitor.path, interface: Simulator.monitorInterface,
                              member: "Release") { _ in }

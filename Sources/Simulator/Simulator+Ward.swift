@@ -13,17 +13,30 @@ extension Simulator {
     /// that a device discovered between radio ticks appears with its RSSI at this board.
     func wardListens(_ device: SimulatedDevice, at now: Double) -> Bool {
         guard let ward = self.ward else { return true }
-        device.rssi = ward.rssi(of: device.index, atBoard: self.boardIndex, at: now)
+        device.rssi = self.wardRSSI(ward, device, at: now)
         return ward.hears(device.index, atBoard: self.boardIndex, at: now)
     }
 
-    /// Whether a `Connect` from this board can reach `device`: in range of this board and not connected to another.
+    /// What this adapter of the board measures of `device`: the ward's RSSI plus the adapter's offset.
+    func wardRSSI(_ ward: Ward, _ device: SimulatedDevice, at now: Double) -> Int16 {
+        let rssi = ward.rssi(of: device.index, atBoard: self.boardIndex, at: now)
+        let offset = self.adapter(of: device).rssiOffset
+        return offset == 0 ? rssi : Int16(clamping: Int(rssi) + offset)
+    }
+
+    /// Whether a `Connect` from this board can reach `device`: in range of this board, not connected to another and
+    /// not through another adapter of this one.
     func wardReachable(_ device: SimulatedDevice, at now: Double) -> Bool {
-        self.ward?.refusal(of: device.index, atBoard: self.boardIndex, at: now) == nil
+        self.heldElsewhere(device) == nil
+            && self.ward?.refusal(of: device.index, atBoard: self.boardIndex, at: now) == nil
     }
 
     /// Like ``wardReachable(_:at:)`` for a `Connect`, recording a refusal in the ward's truth.
     func wardAccepts(_ device: SimulatedDevice, at now: Double) -> Bool {
+        if let holder = self.heldElsewhere(device) {
+            self.ward?.refused(device, board: self.boardIndex, reason: "connected via \(holder.name)")
+            return false
+        }
         guard let ward = self.ward,
               let reason = ward.refusal(of: device.index, atBoard: self.boardIndex, at: now) else { return true }
         ward.refused(device, board: self.boardIndex, reason: reason)
@@ -33,6 +46,10 @@ extension Simulator {
     /// The link to `device` comes up on this board, if the ward lets it: still reachable, and no other board
     /// connected first (``Ward/claim(_:board:)`` records either way).
     func wardClaims(_ device: SimulatedDevice, at now: Double) -> Bool {
+        if let holder = self.heldElsewhere(device) {
+            self.ward?.refused(device, board: self.boardIndex, reason: "connected via \(holder.name)")
+            return false
+        }
         guard let ward = self.ward else { return true }
         if let reason = ward.refusal(of: device.index, atBoard: self.boardIndex, at: now),
            ward.holder(of: device.index) == nil
@@ -48,7 +65,7 @@ extension Simulator {
     func wardRadioTick(_ ward: Ward) {
         let now = self.now
         for device in self.devices {
-            device.rssi = ward.rssi(of: device.index, atBoard: self.boardIndex, at: now)
+            device.rssi = self.wardRSSI(ward, device, at: now)
             if device.linkUp && ward.holder(of: device.index) == self.boardIndex
                 && !ward.linkHolds(device.index, atBoard: self.boardIndex, at: now)
             {
@@ -67,6 +84,7 @@ extension Simulator {
     /// Starts a session on `device`, numbered after the last one on any board: it is one wristband, whichever
     /// board it streams to.
     func beginBoardSession(_ device: SimulatedDevice) {
+        for sibling in self.siblings(of: device) { device.sessions = max(device.sessions, sibling.sessions) }
         if let ward = self.ward { device.sessions = max(device.sessions, ward.sessions[device.index] ?? 0) }
         self.beginSession(device)
         self.ward?.sessions[device.index] = device.sessions
@@ -83,7 +101,8 @@ extension Simulator {
             DBusMethod("Walk", in: "sddd") { [weak self] call in
                 guard let self, let ward = self.ward else { return }
                 let selector = text(call, 0)
-                let targets = self.devices(matching: selector)
+                // One walk per wristband, not per adapter's view of it.
+                let targets = self.devices(matching: selector).filter { $0.adapterIndex == 0 }
                 guard !targets.isEmpty else {
                     return call.fail(DBusError(name: Simulator.controlErrorPrefix + "InvalidArguments",
                                                message: "no device matches '\(selector)'"))

@@ -9,7 +9,8 @@ import Posix
 /// A BlueZ-compatible D-Bus service with simulated E4 wristbands (SPEC §13).
 ///
 /// Two bus connections: one owns `org.bluez` and serves bluetoothd's objects (ObjectManager at `/`, `/org/bluez`,
-/// adapter `hci0`, devices, GATT); the other owns `org.empalink.Simulator` and serves the control interface, so
+/// adapters `hci0` … `hciN-1` (``SimulatedAdapter``, `--adapters N`), each with its own view of every device and
+/// its GATT); the other owns `org.empalink.Simulator` and serves the control interface, so
 /// that a simulated bluetoothd restart (the first connection closed and reopened with a new unique name) leaves
 /// control reachable. Everything runs on one ``EventLoop`` thread: one repeating tick streams every device's
 /// packets from its sample clocks, a 1 s tick drives advertising, RSSI and timeouts.
@@ -19,28 +20,21 @@ public final class Simulator {
     public static let controlPath = "/org/empalink/simulator"
     public static let controlInterface = "org.empalink.Simulator1"
     static let adapterPath = "/org/bluez/hci0"
-    static let adapterAddress = "00:E0:4C:53:49:4D"
 
     public let loop: EventLoop
     let busAddress: String
     let scenario: Scenario
     let logger: Logger
     let truthDirectory: String?
+    /// Every adapter's view of every wristband: `hci0`'s first, in device order, then `hci1`'s, and so on.
     var devices: [SimulatedDevice] = []
+    /// `hci0` … `hciN-1`.
+    let adapters: [SimulatedAdapter]
 
     var bluez: DBusConnection?
     var control: DBusConnection?
     var nameOwnerSubscription: UInt64?
 
-    // Adapter and discovery (bluetoothd's per-client sessions).
-    var powered = true
-    var filters: [String: DiscoveryFilter] = [:]
-    var discoverySessions: [String] = []
-    var discoveringSince: Double?
-    /// When the simulated LE scan last (re)started, for bluetoothd's RSSI re-announcements.
-    var scanRestartedAt = 0.0
-    var discoveringTotal = 0.0
-    var monitors: [AdvertisementMonitor] = []
     var injected: [String: InjectedError] = [:]
 
     // Counters for Stats.
@@ -65,7 +59,6 @@ public final class Simulator {
     var tickTimer: TimerHandle?
     var secondTimer: TimerHandle?
     var faultTimers: [TimerHandle] = []
-    var powerTimer: TimerHandle?
     var restartTimer: TimerHandle?
     var truths: [Int: TruthRecorder] = [:]
     var stopped = false
@@ -85,13 +78,14 @@ public final class Simulator {
     ///   - busAddress: the D-Bus address to serve on.
     ///   - devices: how many wristbands (1…255), E4s unless the scenario's `[[device]] kind` says otherwise.
     ///   - heartRateStraps: how many heart-rate straps follow them (`--hrs N`), devices `devices + 1 …`.
+    ///   - adapters: how many adapters the board has (`--adapters N`, 1…8), `hci0` … `hciN-1`.
     ///   - seed: the seed every signal and random choice derives from.
     ///   - scenario: timing, physiology and scheduled faults.
     ///   - truthDirectory: where to write the truth, or `nil`.
     ///   - loop: the loop everything runs on.
     ///   - logger: where events go.
-    public init(busAddress: String, devices: Int, heartRateStraps: Int = 0, seed: UInt64, scenario: Scenario,
-                truthDirectory: String?, loop: EventLoop, logger: Logger) {
+    public init(busAddress: String, devices: Int, heartRateStraps: Int = 0, adapters: Int = 1, seed: UInt64,
+                scenario: Scenario, truthDirectory: String?, loop: EventLoop, logger: Logger) {
         self.busAddress = busAddress
         self.scenario = scenario
         self.truthDirectory = truthDirectory
@@ -101,13 +95,35 @@ public final class Simulator {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         self.startWall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        self.adapters = (0..<min(max(adapters, 1), SimulatedAdapter.maximum)).map(SimulatedAdapter.init(index:))
         let physiology = Simulator.physiology(devices: devices + heartRateStraps, seed: seed, scenario: scenario)
-        for (offset, parameters) in physiology.enumerated() {
-            let index = offset + 1
-            let kind = index > devices ? .hrs : scenario.kinds[index] ?? .e4
-            self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters,
-                                                omitting: scenario.bluetoothd.omittedCharacteristics, kind: kind))
+        for adapter in self.adapters {
+            for (offset, parameters) in physiology.enumerated() {
+                let index = offset + 1
+                let kind = index > devices ? .hrs : scenario.kinds[index] ?? .e4
+                self.devices.append(SimulatedDevice(index: index, seed: seed, physiology: parameters,
+                                                    omitting: scenario.bluetoothd.omittedCharacteristics, kind: kind,
+                                                    adapter: adapter.index, rssiOffset: adapter.rssiOffset))
+            }
         }
+    }
+
+    /// One view of each wristband, `hci0`'s: what is counted, recorded and selected once per wristband.
+    var wristbands: [SimulatedDevice] { self.devices.filter { $0.adapterIndex == 0 } }
+
+    /// The adapter whose object `device` is.
+    func adapter(of device: SimulatedDevice) -> SimulatedAdapter { self.adapters[device.adapterIndex] }
+
+    /// The views of `device`'s wristband on the other adapters of this board.
+    func siblings(of device: SimulatedDevice) -> [SimulatedDevice] {
+        guard self.adapters.count > 1 else { return [] }
+        return self.devices.filter { $0.index == device.index && $0 !== device }
+    }
+
+    /// The adapter of this board holding `device`'s wristband's radio link through another view, if any: the
+    /// wristband takes one central and stops advertising while connected.
+    func heldElsewhere(_ device: SimulatedDevice) -> SimulatedAdapter? {
+        self.siblings(of: device).first { $0.linkUp }.map { self.adapter(of: $0) }
     }
 
     /// Each device's physiology (device k at offset k − 1): the scenario's, with heart rates drawn from its range
@@ -148,7 +164,7 @@ public final class Simulator {
     public func start() throws(SimulatorError) {
         self.loop.assertInEventLoop()
         if let directory = self.truthDirectory {
-            for device in self.devices {
+            for device in self.wristbands {
                 do {
                     self.truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial,
                                                                   kind: device.kind)
@@ -190,14 +206,16 @@ public final class Simulator {
         } catch {
             throw SimulatorError("cannot schedule timers: \(error)")
         }
-        self.logger.info("simulating \(self.devices.count) wristband(s) on \(self.busAddress)")
+        self.logger.info("simulating \(self.wristbands.count) wristband(s) on \(self.busAddress)"
+            + (self.adapters.count > 1 ? " with \(self.adapters.count) adapters" : ""))
     }
 
     /// Stops streaming, closes every fd and both connections, and flushes the truth.
     public func stop() {
         guard !self.stopped else { return }
         self.stopped = true
-        for timer in [self.tickTimer, self.secondTimer, self.powerTimer, self.restartTimer].compactMap({ $0 }) {
+        let timers = [self.tickTimer, self.secondTimer, self.restartTimer] + self.adapters.map(\.powerTimer)
+        for timer in timers.compactMap({ $0 }) {
             _ = self.loop.cancel(timer)
         }
         self.stopHostile()
@@ -242,7 +260,7 @@ public final class Simulator {
                     DBusMethod("RequestDefaultAgent", in: "o") { $0.reply() },
                 ]),
             ])
-            try self.exportAdapter(on: connection)
+            for adapter in self.adapters { try self.exportAdapter(adapter, on: connection) }
             self.nameOwnerSubscription = try connection.subscribe(
                 DBusMatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
                               member: "NameOwnerChanged")
@@ -277,10 +295,12 @@ public final class Simulator {
             device.rssiPresent = false
             device.gattExported = false
         }
-        self.stopDiscoveringClock()
-        self.filters.removeAll()
-        self.discoverySessions.removeAll()
-        self.monitors.removeAll()
+        for adapter in self.adapters {
+            self.stopDiscoveringClock(adapter)
+            adapter.filters.removeAll()
+            adapter.discoverySessions.removeAll()
+            adapter.monitors.removeAll()
+        }
         self.bluez = nil
         self.serviceUp = false
         connection.onDisconnect = nil
@@ -289,18 +309,20 @@ public final class Simulator {
 
     /// A bus client went away: end its discovery session, filter, notify sessions and monitors.
     func clientLeft(_ name: String) {
-        self.filters[name] = nil
+        for adapter in self.adapters { adapter.filters[name] = nil }
         if self.subscribing[name] != nil {
             self.departedWhileSubscribing.insert(name)
             self.logger.warn(
                 "client \(name) left the bus with AcquireNotify unanswered (bluetoothd 5.66 would use freed memory)")
         }
-        if let index = self.discoverySessions.firstIndex(of: name) {
-            self.discoverySessions.remove(at: index)
-            self.logger.debug("discovery client \(name) left the bus")
-            self.updateDiscovering()
+        for adapter in self.adapters {
+            if let index = adapter.discoverySessions.firstIndex(of: name) {
+                adapter.discoverySessions.remove(at: index)
+                self.logger.debug("discovery client \(name) left the bus")
+                self.updateDiscovering(adapter)
+            }
+            adapter.monitors.removeAll { $0.owner == name }
         }
-        self.monitors.removeAll { $0.owner == name }
         for device in self.devices {
             for characteristic in device.characteristics where characteristic.notifyOwner == name {
                 self.releaseNotifyFD(characteristic, emit: true)

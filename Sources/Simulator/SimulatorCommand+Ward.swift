@@ -128,11 +128,12 @@ extension SimulatorCommand {
         var truths: [Int: TruthRecorder] = [:]
         for (board, address) in zip(ward.boards, addresses) {
             let simulator = Simulator(busAddress: address, devices: options.devices,
-                                      heartRateStraps: options.heartRateStraps, seed: options.seed,
+                                      heartRateStraps: options.heartRateStraps, adapters: board.adapters,
+                                      seed: options.seed,
                                       scenario: scenario, truthDirectory: nil, loop: loop,
                                       logger: logger.with("BOARD", board.name))
             if let directory = options.truthDirectory, truths.isEmpty {
-                for device in simulator.devices {
+                for device in simulator.wristbands {
                     do {
                         truths[device.index] = try TruthRecorder(directory: directory, serial: device.serial,
                                                                  kind: device.kind)

@@ -9,8 +9,8 @@ import Posix
 /// `empalink-sim`'s command line (SPEC §13): parse, load the scenario, serve until SIGTERM/SIGINT.
 public enum SimulatorCommand {
     static let usage = """
-        usage: empalink-sim --bus ADDRESS|--system|--session --devices N [--hrs N] [--seed S] [--scenario FILE]
-                            [--truth DIR] [--log-level error|warn|info|debug]
+        usage: empalink-sim --bus ADDRESS|--system|--session --devices N [--hrs N] [--adapters N] [--seed S]
+                            [--scenario FILE] [--truth DIR] [--log-level error|warn|info|debug]
                empalink-sim --peripheral --adapter hciN [--system|--bus ADDRESS] [--devices 1] [--seed S]
                             [--scenario FILE] [--truth DIR] [--adapter-timeout S] [--log-level L]
                empalink-sim --ward FILE [--bus BOARD=ADDRESS ...] --devices N [--hrs N] [--seed S] [--truth DIR]
@@ -33,6 +33,8 @@ public enum SimulatorCommand {
                            0 with --hrs for straps alone
           --hrs N          heart-rate straps (Heart Rate Service) after the wristbands: device k is
                            A0:9E:1A:B0:01:kk (serial b001kk); --devices + --hrs at most 255
+          --adapters N     adapters hci0…hci(N-1), 1…8 (default 1), each with its own view of the
+                           wristbands; a ward board's come from its 'adapters' key
           --seed S         seed of every signal and random choice (default 1)
           --scenario FILE  timing, physiology and scheduled faults (TOML; see Docs/simulator.md)
           --ward FILE      a ward scenario ([ward], [[ward.board]], routes; see Docs/simulator.md),
@@ -54,6 +56,7 @@ public enum SimulatorCommand {
         var options = SimulatorOptions()
         var sawDevices = false
         var sawAdapterTimeout = false
+        var sawAdapters = false
         var buses: [String] = []
         var index = 0
         func value(_ name: String) -> String? {
@@ -90,6 +93,12 @@ public enum SimulatorCommand {
                     return .failure(.init("--hrs needs a number from 0 to 255"))
                 }
                 options.heartRateStraps = count
+            case "--adapters":
+                guard let text = next(), let count = Int(text), (1...SimulatedAdapter.maximum).contains(count) else {
+                    return .failure(.init("--adapters needs a number from 1 to \(SimulatedAdapter.maximum)"))
+                }
+                options.adapters = count
+                sawAdapters = true
             case "--seed":
                 guard let text = next(), let seed = UInt64(text) else {
                     return .failure(.init("--seed needs a non-negative integer"))
@@ -131,6 +140,10 @@ public enum SimulatorCommand {
         guard (1...255).contains(total) else {
             return .failure(.init(options.devices == 0 ? "--devices 0 needs --hrs N"
                                                       : "--devices and --hrs make at most 255 devices"))
+        }
+        if sawAdapters && (options.wardPath != nil || options.peripheral) {
+            return .failure(.init(options.peripheral ? "--adapters is not for --peripheral (it uses --adapter hciN)"
+                                  : "--adapters is not for --ward: give a board 'adapters = N' in the ward scenario"))
         }
         if options.wardPath != nil {
             return self.validateWard(options, buses: buses, sawDevices: sawDevices,
@@ -222,7 +235,8 @@ public enum SimulatorCommand {
             return self.runPeripheral(options, scenario: scenario, address: address, logger: logger, loop: loop)
         }
         let simulator = Simulator(busAddress: address, devices: options.devices,
-                                  heartRateStraps: options.heartRateStraps, seed: options.seed,
+                                  heartRateStraps: options.heartRateStraps, adapters: options.adapters,
+                                  seed: options.seed,
                                   scenario: scenario, truthDirectory: options.truthDirectory, loop: loop,
                                   logger: logger)
         var failure: SimulatorError?

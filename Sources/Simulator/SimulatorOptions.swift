@@ -12,6 +12,8 @@ public struct SimulatorOptions: Equatable, Sendable {
     public var devices = 1
     /// Heart-rate straps after the ``devices`` wristbands (`--hrs N`).
     public var heartRateStraps = 0
+    /// Adapters `hci0` … `hciN-1` of the BlueZ look-alike (`--adapters N`, 1…8).
+    public var adapters = 1
     public var seed: UInt64 = 1
     public var scenarioPath: String?
     public var truthDirectory: String?

@@ -77,7 +77,8 @@ final class Ward {
         if let directory {
             do {
                 if mkdir(directory, 0o755) != 0 && errno != EEXIST { throw Errno.current }
-                self.truth = try TruthFile(path: directory + "/ward.csv", header: "t,wall,board,serial,event,reason")
+                let header = "t,wall,board,serial,event,reason" + (self.adapterColumn ? ",adapter" : "")
+                self.truth = try TruthFile(path: directory + "/ward.csv", header: header)
             } catch {
                 throw SimulatorError("cannot write the ward truth to \(directory)/ward.csv: \(error)")
             }
@@ -214,29 +215,34 @@ final class Ward {
             }].compactMap { $0 })
         case .powerOff(let seconds):
             self.logger.info("board \(name): adapter off for \(seconds) s")
-            self.recordBoard(event.board, "power_off", "for \(seconds) s")
+            self.recordBoard(event.board, "power_off", "for \(seconds) s", adapter: "hci0")
             _ = board.apply(.powerOff(seconds: seconds))
         }
     }
 
     // MARK: Truth
 
+    /// Whether `ward.csv` has an `adapter` column: only when some board has several adapters, so that a ward of
+    /// one-adapter boards writes the file it always did (readers go by column name: Tests/integration/wardtruth.py).
+    var adapterColumn: Bool { self.scenario.boards.contains { $0.adapters > 1 } }
+
     private func record(board: Int, _ device: SimulatedDevice, _ event: String, _ reason: String) {
-        self.line(board: board, serial: device.serial, event, reason)
+        self.line(board: board, serial: device.serial, event, reason, adapter: "hci\(device.adapterIndex)")
     }
 
-    private func recordBoard(_ board: Int, _ event: String, _ reason: String) {
-        self.line(board: board, serial: "", event, reason)
+    private func recordBoard(_ board: Int, _ event: String, _ reason: String, adapter: String = "") {
+        self.line(board: board, serial: "", event, reason, adapter: adapter)
     }
 
     /// One row, written through at once: links change seldom and a test may read the file while the ward runs.
-    private func line(board: Int, serial: String, _ event: String, _ reason: String) {
+    private func line(board: Int, serial: String, _ event: String, _ reason: String, adapter: String) {
         guard let truth = self.truth else { return }
         let t = self.now
         // Reasons are ours, but keep the CSV sound whatever they say.
         let clean = String(reason.map { $0 == "," || $0 == "\n" ? ";" : $0 })
         truth.line("\(TruthRecorder.time(t)),\(TruthRecorder.time(self.startWall + t)),"
-            + "\(self.scenario.boards[board].name),\(serial),\(event),\(clean)")
+            + "\(self.scenario.boards[board].name),\(serial),\(event),\(clean)"
+            + (self.adapterColumn ? "," + adapter : ""))
         truth.flush()
     }
 }

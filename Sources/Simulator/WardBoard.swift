@@ -1,4 +1,5 @@
-/// One simulated board of the ward (`[[ward.board]]`): its name, where it stands and, optionally, its bus.
+/// One simulated board of the ward (`[[ward.board]]`): its name, where it stands, how many adapters it has and,
+/// optionally, its bus.
 public struct WardBoard: Hashable, Sendable {
     /// 1–32 of `A–Z a–z 0–9 _ -`: it names the board on the command line (`--bus NAME=ADDRESS`), in the logs, the
     /// truth and `Stats`.
@@ -7,12 +8,15 @@ public struct WardBoard: Hashable, Sendable {
     public var address: String?
     public var x: Double
     public var y: Double
+    /// Its adapters, `hci0` … (1…8, key `adapters`; SPEC §18 "Several adapters per board").
+    public var adapters: Int
 
-    public init(name: String, address: String? = nil, x: Double, y: Double) {
+    public init(name: String, address: String? = nil, x: Double, y: Double, adapters: Int = 1) {
         self.name = name
         self.address = address
         self.x = x
         self.y = y
+        self.adapters = adapters
     }
 
     /// Whether `name` may name a board.

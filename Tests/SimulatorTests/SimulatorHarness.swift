@@ -22,13 +22,14 @@ final class SimulatorHarness {
     /// Signals from `org.bluez` (member, path, arguments), in arrival order.
     var signals: [(member: String, path: String, arguments: [DBusValue])] = []
 
-    init(devices: Int = 2, scenario: Scenario = SimulatorHarness.fastScenario()) throws {
+    init(devices: Int = 2, adapters: Int = 1, scenario: Scenario = SimulatorHarness.fastScenario()) throws {
         // TestBus returns once dbus-daemon accepts connections.
         self.bus = try TestBus()
         self.loop = try EventLoop()
         self.truthDirectory = self.bus.directory + "/truth"
-        self.simulator = Simulator(busAddress: self.bus.address, devices: devices, seed: 7, scenario: scenario,
-                                   truthDirectory: self.truthDirectory, loop: self.loop, logger: .discarding)
+        self.simulator = Simulator(busAddress: self.bus.address, devices: devices, adapters: adapters, seed: 7,
+                                   scenario: scenario, truthDirectory: self.truthDirectory, loop: self.loop,
+                                   logger: .discarding)
         try self.simulator.start()
         self.client = try DBusConnection.connect(address: self.bus.address, loop: self.loop)
         try self.watchSignals(self.client)
