@@ -260,6 +260,8 @@ public final class EmpaticaAPI {
             self.updateStatus()
         case .interfacesAdded(let path, let interfaces):
             if interfaces.contains(BlueZNames.device) {
+                // Another adapter's object of a device is that adapter's API's business.
+                guard self.isOnAdapter(path) else { return }
                 if self.bluez.device(at: path)?.rssi != nil { self.sawAdvertisement() }
                 self.deviceChanged(path)
                 // A wristband we want that BlueZ forgot (restart, out of range) is back: connect it again.
@@ -285,6 +287,7 @@ public final class EmpaticaAPI {
                 self.updateStatus()
                 if names.contains("Powered") || names.contains("Discovering") { self.reconcileDiscovery() }
             case BlueZNames.device:
+                guard self.isOnAdapter(path) else { return }
                 if names.contains("RSSI"), self.bluez.device(at: path)?.rssi != nil { self.sawAdvertisement() }
                 self.deviceChanged(path, names: names)
             case BlueZNames.gattCharacteristic where names.contains("Value"):
@@ -300,8 +303,14 @@ public final class EmpaticaAPI {
     }
 
     /// A device appeared or changed: track devices a profile recognises, report new ones, pass state changes on.
+    /// Whether `path` is an object below this API's adapter (`/org/bluez/hci0/…`): BlueZ has one device object per
+    /// adapter that heard a device, and each adapter's API tracks its own.
+    func isOnAdapter(_ path: String) -> Bool {
+        path.hasPrefix(self.adapterPath + "/")
+    }
+
     func deviceChanged(_ path: String, names: [String] = []) {
-        guard let info = self.bluez.device(at: path) else { return }
+        guard self.isOnAdapter(path), let info = self.bluez.device(at: path) else { return }
         let announced = (names.isEmpty || names.contains("RSSI"))
             && EmpaticaDeviceManager.reportedRSSI(info.rssi) != nil
         if let device = self.devicesByPath[path] {
