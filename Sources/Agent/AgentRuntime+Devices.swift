@@ -8,6 +8,7 @@ extension AgentRuntime: EmpaticaDelegate {
     public func didUpdateBLEStatus(_ status: BLEStatus) {
         self.logger.info("Bluetooth \(status.rawValue)", ["BLE_STATUS": status.rawValue])
         self.updateSystemdStatus()
+        self.fleetAdaptersChanged()
     }
 
     /// One journal line per owner change of `org.bluez` (SPEC §12: a peer that changes under a call is not trusted).

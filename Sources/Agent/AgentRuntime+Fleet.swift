@@ -194,6 +194,22 @@ extension AgentRuntime {
         }
     }
 
+    /// An adapter came or went (absent, powered off, BlueZ gone: `notAvailable`): the coordinator counts slots only
+    /// on usable adapters, so it neither sends attempts to one that cannot take them nor publishes its slots.
+    func fleetAdaptersChanged() {
+        guard let fleet = self.fleet, !fleet.stopped else { return }
+        let capacity = self.configuration.bluetooth.maxConnections
+        let adapters = self.configuration.bluetooth.adapters.map { name in
+            let usable = self.apis.first { $0.options.adapter == name }.map { $0.status != .notAvailable } ?? false
+            return FleetCoordinator.AdapterCapacity(name: name, capacity: usable ? capacity : 0)
+        }
+        guard adapters != fleet.coordinator.adapters else { return }
+        let usable = adapters.filter { $0.capacity > 0 }.map(\.name)
+        self.logger.info("fleet: usable adapters \(usable.isEmpty ? "none" : usable.joined(separator: ", "))",
+                         ["COMPONENT": "fleet"])
+        self.fleetHandle(.adaptersChanged(adapters))
+    }
+
     /// The system bus is gone with every link's manager: the coordinator learns that those links ended (a new
     /// `EmpaticaAPI` starts from disconnected devices).
     func fleetLinksLost() {

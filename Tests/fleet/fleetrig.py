@@ -16,6 +16,7 @@ import pathlib
 import signal
 import subprocess
 import threading
+import tomllib
 import time
 
 from faultrig import BUS_CONFIG, PREFIX, Processes, bin_dir, control_request, free_port, port_open, wait_until
@@ -125,7 +126,8 @@ class Consumer:
 class Board:
     """One board's empalinkd: its configuration, start, SIGTERM, kill -9, control-socket status."""
 
-    def __init__(self, processes, work, name, bus, broker_port, fleet, max_connections, key_file, keyring):
+    def __init__(self, processes, work, name, bus, broker_port, fleet, max_connections, key_file, keyring,
+                 adapters=1):
         self.processes = processes
         self.name = name
         self.id = board_id(name)
@@ -138,7 +140,9 @@ class Board:
         self.runs = []          # [(start wall, stop wall or None)]
         lines = ["[agent]", f'id = "{self.id}"', 'log_level = "info"', f'control_socket = "{self.control}"', "",
                  "[auth]", f'api_key_file = "{key_file}"', f'keyring = "{keyring}"', "",
-                 "[bluetooth]", 'adapter = "hci0"', 'mode = "active"', f"max_connections = {max_connections}",
+                 # Several adapters share the board's slots (its ward.toml board has as many).
+                 "[bluetooth]", "adapter = [" + ", ".join(f'"hci{k}"' for k in range(adapters)) + "]",
+                 'mode = "active"', f"max_connections = {max_connections // adapters}",
                  "reconnect_max_s = 4", ""]
         for index in range(1, DEVICES + 1):
             lines += ["[[wristband]]", f'serial = "{serial(index)}"', ""]
@@ -194,6 +198,9 @@ class Ward:
         self.fleet = fleet
         self.scenario = scenario
         self.capacity = capacity or {"a": 3, "b": 4, "c": 3}
+        # Board b has two adapters of two slots (`adapters = 2` in ward.toml): its links are spread over both.
+        self.adapters = {name: board.get("adapters", 1) for name, board in
+                         ((b["name"], b) for b in tomllib.loads(pathlib.Path(scenario).read_text())["ward"]["board"])}
         self.seed = seed
         self.processes = Processes()
         self.consumer = None
@@ -212,7 +219,8 @@ class Ward:
             assert made.returncode == 0, made.stderr
             key_file.write_text(made.stdout)
             self.boards = {name: Board(self.processes, self.work, name, self.buses[name], self.broker.port,
-                                       self.fleet, self.capacity[name], key_file, keyring) for name in BOARDS}
+                                       self.fleet, self.capacity[name], key_file, keyring,
+                                       adapters=self.adapters.get(name, 1)) for name in BOARDS}
             self.truth = self.work / "truth"
             args = [bin_dir() / "empalink-sim", "--ward", self.scenario, "--devices", DEVICES, "--seed", self.seed,
                     "--truth", self.truth, "--log-level", "info"]

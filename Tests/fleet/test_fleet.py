@@ -164,6 +164,16 @@ def test_a_ward_of_three_boards():
                 if fraction < COVERAGE_GOAL:
                     failures.append(f"{s} connected {100 * fraction:.1f} % of its due time (< 97 %)")
 
+            # Board b's two adapters (ward.toml): every link went through one of them, and both carried links.
+            if ward.adapters.get("b", 1) > 1:
+                on_b = [r for r in rows if r["board"] == "b" and r["event"] == "connect"]
+                per_adapter = {}
+                for r in on_b:
+                    per_adapter[r.get("adapter") or "?"] = per_adapter.get(r.get("adapter") or "?", 0) + 1
+                figures.append(f"board b's connects per adapter: {dict(sorted(per_adapter.items()))}")
+                if FLEET and (len(per_adapter) < 2 or "?" in per_adapter):
+                    failures.append(f"board b did not spread its links over both adapters: {per_adapter}")
+
             gaps = fleetfigures.handover_gaps(rows, end)
             kill_t = kill_wall - offset
             walking = [g for g in gaps if not (abs(g[3] - kill_t) < 1.0 and g[1] == "c")]

@@ -103,8 +103,16 @@ def test_fleet_presence_lists_both_adapters_with_their_slots():
         document = wait_until(presence, 20)
         assert document is not None, rig.agent_log_text()[-2000:]
         assert document["online"] is True
-        assert document["adapters"] == [{"name": "hci0", "capacity": 3, "free": 3},
-                                        {"name": "hci1", "capacity": 3, "free": 3}], document
+        both = [{"name": "hci0", "capacity": 3, "free": 3}, {"name": "hci1", "capacity": 3, "free": 3}]
+        assert wait_until(lambda: (presence() or {}).get("adapters") == both, 10), presence()
+
+        # hci1 powered off: its slots are gone from the presence (.adaptersChanged), and back with it.
+        assert rig.sim_call("SetAdapterPowered", "string:hci1", "boolean:false").returncode == 0
+        without = [both[0], {"name": "hci1", "capacity": 0, "free": 0}]
+        assert wait_until(lambda: (presence() or {}).get("adapters") == without, 10), presence()
+        assert "fleet: usable adapters hci0" in rig.agent_log_text()
+        assert rig.sim_call("SetAdapterPowered", "string:hci1", "boolean:true").returncode == 0
+        assert wait_until(lambda: (presence() or {}).get("adapters") == both, 10), presence()
 
 
 SCAN_HCI0 = """
