@@ -174,7 +174,13 @@ extension MQTTClient {
         guard self.handle != nil, let registration = self.registration else { return }
         if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]) {
             self.socketReadCount &+= 1
-            self.loopCall { mosquitto_loop_read($0, 1) }
+            if self.messagesWaitForQuota {
+                // The PUBACKs this read takes each let a held message out: corked, they leave in one segment
+                // when the read is done instead of one segment (and one wake-up of the broker) each.
+                self.coalescingWrites { self.loopCall { mosquitto_loop_read($0, 1) } }
+            } else {
+                self.loopCall { mosquitto_loop_read($0, 1) }
+            }
         }
         if self.registration == registration && (events.contains(.writable) || self.wantsWrite) {
             self.loopCall { mosquitto_loop_write($0, 1) }

@@ -127,16 +127,29 @@ extension MQTTClient {
 extension MQTTClient {
     /// Runs `body` with the broker socket corked (`TCP_CORK`): the publishes it makes leave in as few TCP segments
     /// as fit, when `body` returns, instead of one each (the socket has `TCP_NODELAY`). The agent's batch tick
-    /// publishes through this, so the broker's acknowledgements come back together too.
+    /// publishes through this, so the broker's acknowledgements come back together too. Inside another corked call
+    /// it only runs `body`.
     public func coalescingWrites(_ body: () -> Void) {
-        guard let handle = self.handle, self.lifecycle.hasConnection, case let socket = mosquitto_socket(handle),
-              socket >= 0 else {
+        self.eventLoop.assertInEventLoop()
+        guard !self.socketCorked, let handle = self.handle, self.lifecycle.hasConnection,
+              case let socket = mosquitto_socket(handle), socket >= 0 else {
             body()
             return
         }
         let descriptor = FileDescriptor(rawValue: socket)
-        let corked = (try? descriptor.setTCPCork(true)) != nil
+        guard (try? descriptor.setTCPCork(true)) != nil else {
+            body()
+            return
+        }
+        self.socketCorked = true
         body()
-        if corked { try? descriptor.setTCPCork(false) }
+        self.socketCorked = false
+        try? descriptor.setTCPCork(false)
+    }
+
+    /// Whether libmosquitto holds messages beyond the send quota (the broker's Receive Maximum): each PUBACK then
+    /// lets one of them out, written at once from inside `mosquitto_loop_read`.
+    var messagesWaitForQuota: Bool {
+        self.state == .connected && self.pending.count > self.sendQuota
     }
 }

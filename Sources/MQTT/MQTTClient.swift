@@ -39,6 +39,8 @@ public final class MQTTClient {
     var readsDeferred = false
     /// QoS ≥ 1 messages libmosquitto sends before it needs acknowledgements (set from each CONNACK).
     var sendQuota = Int.max
+    /// Whether ``coalescingWrites(_:)`` holds the socket corked.
+    var socketCorked = false
     var miscTimer: TimerHandle?
     var reconnectTimer: TimerHandle?
     /// The delay the reconnect timer was last armed with, reported with the failure that armed it.

@@ -291,12 +291,15 @@ public struct SpectralHeartRate: Sendable {
         var moving = false
         if self.accSamples >= self.size {
             var level = 0.0
-            for axis in 0..<3 {
-                level += self.variance(axis: axis)
-                _ = self.load(axis: axis)
-                self.goertzel(intoACC: true, accumulate: axis > 0)
-            }
+            for axis in 0..<3 { level += self.variance(axis: axis) }
             moving = level.isFinite && level.squareRoot() > Self.movingLevel
+            // The ACC spectrum is read only while the wrist moves: at rest its three transforms are skipped.
+            if moving {
+                for axis in 0..<3 {
+                    _ = self.load(axis: axis)
+                    self.goertzel(intoACC: true, accumulate: axis > 0)
+                }
+            }
         }
         // Motion frequencies: the accelerometer's strongest peaks and their second harmonics.
         var motionCount = 0
@@ -579,21 +582,66 @@ public struct SpectralHeartRate: Sendable {
     }
 
     /// Goertzel power of the scratch window at every grid frequency, into the BVP or (summed) the ACC spectrum.
+    ///
+    /// Four bins at a time: each bin's recurrence is a chain of dependent multiply-adds, so one bin alone waits on
+    /// the floating-point latency; four independent chains fill it. Every bin's arithmetic is the same operations
+    /// in the same order as one bin at a time, so the powers are bit for bit those of the plain loop.
     private mutating func goertzel(intoACC: Bool, accumulate: Bool) {
-        for bin in 0..<self.coefficients.count {
-            let coefficient = self.coefficients[bin]
-            var s1 = 0.0, s2 = 0.0
-            for index in 0..<self.size {
-                let s0 = self.scratch[index] + coefficient * s1 - s2
-                s2 = s1
-                s1 = s0
+        let bins = self.coefficients.count
+        let size = self.size
+        // Local references (retains, no copy), so that the stores below need no access to them.
+        let coefficientArray = self.coefficients, scratchArray = self.scratch
+        coefficientArray.withUnsafeBufferPointer { coefficients in
+            scratchArray.withUnsafeBufferPointer { scratch in
+                var bin = 0
+                while bin + 4 <= bins {
+                    let c0 = coefficients[bin], c1 = coefficients[bin + 1]
+                    let c2 = coefficients[bin + 2], c3 = coefficients[bin + 3]
+                    var a1 = 0.0, a2 = 0.0, b1 = 0.0, b2 = 0.0, d1 = 0.0, d2 = 0.0, e1 = 0.0, e2 = 0.0
+                    for index in 0..<size {
+                        let x = scratch[index]
+                        let a0 = x + c0 * a1 - a2
+                        let b0 = x + c1 * b1 - b2
+                        let d0 = x + c2 * d1 - d2
+                        let e0 = x + c3 * e1 - e2
+                        a2 = a1; a1 = a0
+                        b2 = b1; b1 = b0
+                        d2 = d1; d1 = d0
+                        e2 = e1; e1 = e0
+                    }
+                    self.store(bin, Self.power(a1, a2, c0), intoACC: intoACC, accumulate: accumulate)
+                    self.store(bin + 1, Self.power(b1, b2, c1), intoACC: intoACC, accumulate: accumulate)
+                    self.store(bin + 2, Self.power(d1, d2, c2), intoACC: intoACC, accumulate: accumulate)
+                    self.store(bin + 3, Self.power(e1, e2, c3), intoACC: intoACC, accumulate: accumulate)
+                    bin += 4
+                }
+                while bin < bins {
+                    let coefficient = coefficients[bin]
+                    var s1 = 0.0, s2 = 0.0
+                    for index in 0..<size {
+                        let s0 = scratch[index] + coefficient * s1 - s2
+                        s2 = s1
+                        s1 = s0
+                    }
+                    self.store(bin, Self.power(s1, s2, coefficient), intoACC: intoACC, accumulate: accumulate)
+                    bin += 1
+                }
             }
-            let p = max(s1 * s1 + s2 * s2 - coefficient * s1 * s2, 0)
-            if intoACC {
-                self.accPower[bin] = accumulate ? self.accPower[bin] + p : p
-            } else {
-                self.bvpPower[bin] = p
-            }
+        }
+    }
+
+    /// A Goertzel recurrence's power from its last two states.
+    @inline(__always)
+    private static func power(_ s1: Double, _ s2: Double, _ coefficient: Double) -> Double {
+        max(s1 * s1 + s2 * s2 - coefficient * s1 * s2, 0)
+    }
+
+    @inline(__always)
+    private mutating func store(_ bin: Int, _ p: Double, intoACC: Bool, accumulate: Bool) {
+        if intoACC {
+            self.accPower[bin] = accumulate ? self.accPower[bin] + p : p
+        } else {
+            self.bvpPower[bin] = p
         }
     }
 

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import EventLoop
 import Logging
-import MQTT
+@testable import MQTT
 import Testing
 import TestSupport
 
@@ -21,6 +21,17 @@ import TestSupport
         var published = 0
         /// Messages of earlier ticks not acknowledged once a tick's read was done, per tick.
         var unacknowledgedAfterRead: [Int] = []
+        /// Acknowledgements outside ticks taken while the socket was corked (`TCP_CORK` read back).
+        var corkedOutsideTicks = 0
+    }
+
+    /// Whether `client`'s broker socket is corked now.
+    static func isCorked(_ client: MQTTClient) -> Bool {
+        guard let socket = client.registration?.fileDescriptor.rawValue else { return false }
+        var value: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        // TCP_CORK is 3 on Linux (not exported by Glibc).
+        return getsockopt(socket, CInt(IPPROTO_TCP), 3, &value, &length) == 0 && value != 0
     }
 
     static func runTicks(deferring: Bool, ticks: Int, perTick: Int, period: Duration) throws -> TickRun {
@@ -38,7 +49,10 @@ import TestSupport
         client.onAcknowledgement = { _, outcome in
             #expect(outcome.isDelivered)
             run.acknowledged += 1
-            if !inTick { run.acknowledgedOutsideTicks += 1 }
+            if !inTick {
+                run.acknowledgedOutsideTicks += 1
+                if Self.isCorked(client) { run.corkedOutsideTicks += 1 }
+            }
         }
         let payload = Array(repeating: UInt8(ascii: "x"), count: 150)
         let events = EventRecorder()
@@ -100,6 +114,10 @@ import TestSupport
         #expect(run.acknowledged == 540)
         #expect(run.unacknowledgedAfterRead.allSatisfy { $0 == 0 }, "\(run.unacknowledgedAfterRead)")
         #expect(run.acknowledgedOutsideTicks > 0)
+        // Each of those PUBACKs lets a held message out, written from inside the read: the read runs corked, so
+        // what it lets out leaves in one segment, not one each.
+        #expect(run.corkedOutsideTicks > 0 && run.corkedOutsideTicks == run.acknowledgedOutsideTicks,
+                "\(run.corkedOutsideTicks) of \(run.acknowledgedOutsideTicks) corked")
     }
 
     @Test func withoutDeferralEveryAcknowledgementIsReadOnArrival() throws {
@@ -108,6 +126,8 @@ import TestSupport
         #expect(run.acknowledged == 100)
         // batch_ms = 0: the loop wakes for the broker's input; readDeferred() reads nothing.
         #expect(run.acknowledgedOutsideTicks == 100)
+        // Nothing waits beyond the broker's Receive Maximum: reads on arrival are not corked.
+        #expect(run.corkedOutsideTicks == 0)
         #expect(run.reads >= UInt64(ticks))
         #expect(run.wakeUps >= UInt64(2 * ticks), "wake-ups \(run.wakeUps)")
     }
