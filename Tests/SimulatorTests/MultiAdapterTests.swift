@@ -130,26 +130,8 @@ import TestSupport
         }
     }
 
-    /// Board `a` with two adapters, board `b` 10 m away; no noise.
-    static let wardOfTwoAdapters = """
-        [ward]
-        noise_db = 0
-
-        [[ward.board]]
-        name = "a"
-        x = 0
-        y = 0
-        adapters = 2
-
-        [[ward.board]]
-        name = "b"
-        x = 10
-        y = 0
-
-        [[device]]
-        index = 1
-        route = [[0, 4, 0]]
-        """
+    /// WardTests' two boards 10 m apart, board `a` with two adapters; no noise.
+    static let wardOfTwoAdapters = WardTests.twoBoards.replacing("name = \"a\"\n", with: "name = \"a\"\nadapters = 2\n")
 
     @Test func aWardBoardWithTwoAdaptersKeepsOneLinkPerWristband() throws {
         let h = try WardHarness(Self.wardOfTwoAdapters)
