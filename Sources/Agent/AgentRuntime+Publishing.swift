@@ -236,6 +236,7 @@ extension AgentRuntime {
             ("high_water", String(reads.highWaterDrains)),
             ("truncated", String(reads.truncated)),
             ("passed_fds", String(reads.passedDescriptors)),
+            ("receive_calls", String(reads.receiveCalls)),
         ])
     }
 

@@ -24,6 +24,11 @@ import Posix
 /// queue came within a factor of two of that limit: it is counted (``highWaterDrains``) and the stream reads
 /// eagerly from then on, as it would with `batch_ms = 0`.
 ///
+/// Given a ``NotificationReadiness`` (the agent's streams all have one per adapter), the stream registers its socket
+/// there: the owner's tick then asks once which sockets hold data and calls ``drainIfQueued()``, and every read,
+/// deferred or eager, takes what is queued (up to 16 notifications) in one `recvmmsg` instead of a `recvmsg` per
+/// notification and one more that finds the queue empty (``receiveCalls`` counts them).
+///
 /// The receive buffer is allocated once; the steady state allocates nothing here. A hang-up, error or end of file
 /// means the link or BlueZ dropped the socket: the stream closes itself and calls ``onClose`` once.
 public final class NotificationStream {
@@ -39,6 +44,8 @@ public final class NotificationStream {
     let loop: EventLoop
     var registration: IORegistration?
     let buffer: UnsafeMutableRawBufferPointer
+    /// The owner's readiness set, when the socket is registered there (then its shared buffers are read into).
+    let readiness: NotificationReadiness?
 
     /// Called for each notification with its arrival time (seconds since 1970); the bytes are valid only during the
     /// call.
@@ -53,6 +60,8 @@ public final class NotificationStream {
     public private(set) var watchesReadability = true
     /// Notifications read, for metrics.
     public private(set) var count: UInt64 = 0
+    /// Receive system calls made (`recvmsg` or `recvmmsg`), including those that found the queue empty.
+    public private(set) var receiveCalls: UInt64 = 0
     /// Notifications stamped with their read time because the kernel gave none.
     public private(set) var readTimeFallbacks: UInt64 = 0
     /// Wake-ups for readability (eager reads, or an armed deferred stream's first notification).
@@ -80,11 +89,22 @@ public final class NotificationStream {
 
     /// Starts reading `fd` (non-blocking; the stream owns and closes it), eagerly until ``setReadMode(_:)``.
     ///
-    /// - Parameter mtu: the ATT MTU from `AcquireNotify`; the buffer is sized to hold any notification.
-    public init(fileDescriptor: FileDescriptor, mtu: Int, loop: EventLoop) throws(Errno) {
+    /// - Parameters:
+    ///   - mtu: the ATT MTU from `AcquireNotify`; the buffer is sized to hold any notification.
+    ///   - readiness: the owner's set, to drain only sockets that hold data (``drainIfQueued()``) and read them in
+    ///     bulk; without one (or for an MTU beyond ``NotificationReadiness/slotSize``, or if the set refuses the
+    ///     socket) every drain asks the socket and reads a notification per call.
+    public init(fileDescriptor: FileDescriptor, mtu: Int, loop: EventLoop,
+                readiness: NotificationReadiness? = nil) throws(Errno) {
         self.fileDescriptor = fileDescriptor
         self.loop = loop
-        self.buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(mtu, 23) + 1, alignment: 8)
+        let size = max(mtu, 23) + 1
+        self.buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+        if let readiness, size <= NotificationReadiness.slotSize, readiness.add(fileDescriptor) {
+            self.readiness = readiness
+        } else {
+            self.readiness = nil
+        }
         // Not every descriptor BlueZ could hand over is a socket that takes the option (a pipe, say): then each
         // notification gets its read time, counted in ``readTimeFallbacks``.
         try? fileDescriptor.enableReceiveTimestamps()
@@ -93,6 +113,7 @@ public final class NotificationStream {
                 self?.ready(events)
             }
         } catch {
+            self.readiness?.remove(fileDescriptor)
             self.buffer.deallocate()
             fileDescriptor.close()
             throw error
@@ -102,6 +123,7 @@ public final class NotificationStream {
     deinit {
         if self.isOpen {
             if let registration = self.registration { self.loop.deregister(registration) }
+            self.readiness?.remove(self.fileDescriptor)
             self.fileDescriptor.close()
         }
         self.buffer.deallocate()
@@ -119,16 +141,22 @@ public final class NotificationStream {
         self.watch(readable: true)
     }
 
+    /// ``drain()`` if the readiness set's last ``NotificationReadiness/poll()`` saw data queued (or a hang-up) on
+    /// this socket, or if the stream has no set; else nothing, without a system call.
+    ///
+    /// - Returns: the number read.
+    @discardableResult
+    public func drainIfQueued() -> Int {
+        if let readiness = self.readiness, !readiness.isQueued(self.fileDescriptor) { return 0 }
+        return self.drain()
+    }
+
     /// Reads every queued notification (at most ``readsPerDrain``), calling ``onNotification`` for each.
     ///
     /// - Returns: the number read.
     @discardableResult
     public func drain() -> Int {
-        var reads = 0
-        while self.isOpen, reads < NotificationStream.readsPerDrain {
-            guard self.readOne() else { break }
-            reads += 1
-        }
+        let reads = self.read(atMost: NotificationStream.readsPerDrain)
         if reads > 0 { self.drains &+= 1 }
         if reads >= NotificationStream.highWaterMark {
             self.highWaterDrains &+= 1
@@ -149,21 +177,59 @@ public final class NotificationStream {
                 return
             }
         }
-        var reads = 0
-        while self.isOpen, reads < NotificationStream.readsPerWakeup {
-            guard self.readOne() else { break }
-            reads += 1
-        }
+        let reads = self.read(atMost: NotificationStream.readsPerWakeup)
         // Data is read before a hang-up is honoured, so the last notifications are not lost.
         if self.isOpen, reads < NotificationStream.readsPerWakeup, hangup {
             self.finish(nil)
         }
     }
 
+    /// Reads until the queue is empty, the stream closes, or `limit` notifications were read; returns how many.
+    func read(atMost limit: Int) -> Int {
+        var reads = 0
+        // The shared buffers, unless a handler further up the stack is reading into them (a notification that
+        // closes the device drains its other streams).
+        if let readiness = self.readiness, !readiness.batchInUse {
+            readiness.batchInUse = true
+            defer { readiness.batchInUse = false }
+            let batch = readiness.batch
+            while self.isOpen, reads < limit {
+                let received: Int
+                do {
+                    self.receiveCalls &+= 1
+                    received = try batch.receive(from: self.fileDescriptor)
+                } catch {
+                    self.finish(error)
+                    break
+                }
+                var index = 0
+                while self.isOpen, index < received {
+                    let datagram = batch.datagram(index)
+                    if datagram.count == 0 {
+                        self.finish(nil)
+                        break
+                    }
+                    self.deliver(datagram, batch.bytes(index))
+                    reads += 1
+                    index += 1
+                }
+                // Fewer than asked for: the queue was empty when the kernel looked.
+                if received < batch.capacity { break }
+            }
+            return reads
+        }
+        while self.isOpen, reads < limit {
+            guard self.readOne() else { break }
+            reads += 1
+        }
+        return reads
+    }
+
     /// Reads one notification and hands it on; `false` when none was queued or the stream closed.
     func readOne() -> Bool {
         let datagram: ReceivedDatagram
         do {
+            self.receiveCalls &+= 1
             datagram = try self.fileDescriptor.receiveDatagram(into: self.buffer)
         } catch {
             if error != .wouldBlock { self.finish(error) }
@@ -173,7 +239,15 @@ public final class NotificationStream {
             self.finish(nil)
             return false
         }
-        if datagram.truncated { self.truncated &+= 1 }
+        self.deliver(datagram, UnsafeRawBufferPointer(self.buffer))
+        return true
+    }
+
+    /// Counts a datagram and hands it on: `bytes` holds what was received, cut to this stream's buffer size (the
+    /// MTU and one byte) as a read into that buffer would have cut it.
+    func deliver(_ datagram: ReceivedDatagram, _ bytes: UnsafeRawBufferPointer) {
+        let kept = min(datagram.count, self.buffer.count, bytes.count)
+        if datagram.truncated || datagram.count > self.buffer.count { self.truncated &+= 1 }
         if datagram.closedDescriptors > 0 { self.passedDescriptors &+= UInt64(datagram.closedDescriptors) }
         let arrival: Double
         if let time = datagram.kernelTime {
@@ -183,9 +257,7 @@ public final class NotificationStream {
             arrival = Self.now()
         }
         self.count &+= 1
-        self.onNotification?(UnsafeRawBufferPointer(rebasing: self.buffer[0..<min(datagram.count, self.buffer.count)]),
-                             arrival)
-        return true
+        self.onNotification?(UnsafeRawBufferPointer(rebasing: bytes[0..<kept]), arrival)
     }
 
     func watch(readable: Bool) {
@@ -205,6 +277,7 @@ public final class NotificationStream {
         self.isOpen = false
         if let registration = self.registration { self.loop.deregister(registration) }
         self.registration = nil
+        self.readiness?.remove(self.fileDescriptor)
         self.fileDescriptor.close()
         let handler = self.onClose
         self.onClose = nil

@@ -12,6 +12,8 @@ extension EmpaticaAPI {
     /// - Returns: the number of notifications read.
     @discardableResult
     public func drainNotifications() -> Int {
+        // One system call learns which sockets hold data; only those are read.
+        self.notificationReadiness?.poll()
         var total = 0
         for device in self.devicesByPath.values { total += device.drainNotifications() }
         return total

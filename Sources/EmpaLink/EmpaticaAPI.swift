@@ -49,6 +49,9 @@ public final class EmpaticaAPI {
 
     public let loop: EventLoop
     let bluez: BlueZClient
+    /// The notification sockets of every device, so a batch tick reads only those with data (SPEC §19); `nil`
+    /// when the kernel refused an epoll instance (then each socket is asked).
+    let notificationReadiness: NotificationReadiness? = try? NotificationReadiness()
     public let options: Options
     /// Whether ``close()`` closes the bus connection (the API opened it).
     let ownsConnection: Bool

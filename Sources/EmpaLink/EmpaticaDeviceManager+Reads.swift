@@ -18,6 +18,7 @@ extension EmpaticaDeviceManager {
         statistics.highWaterDrains = stream.highWaterDrains
         statistics.truncated = stream.truncated
         statistics.passedDescriptors = stream.passedDescriptors
+        statistics.receiveCalls = stream.receiveCalls
         return statistics
     }
 
@@ -34,7 +35,7 @@ extension EmpaticaDeviceManager {
         // array while it is iterated.
         var index = 0
         while index < self.streams.count {
-            total += self.streams[index].drain()
+            total += self.streams[index].drainIfQueued()
             index += 1
         }
         return total

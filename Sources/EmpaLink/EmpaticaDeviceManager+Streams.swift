@@ -120,7 +120,8 @@ extension EmpaticaDeviceManager {
         }
         let reader: NotificationStream
         do {
-            reader = try NotificationStream(fileDescriptor: fd, mtu: mtu, loop: api.loop)
+            reader = try NotificationStream(fileDescriptor: fd, mtu: mtu, loop: api.loop,
+                                            readiness: api.notificationReadiness)
         } catch {
             let message = "cannot watch notification socket: \(error)"
             self.handle(.stepFailed(attempt: attempt, .bluez(name: BlueZNames.Error.failed, message: message)))

@@ -14,6 +14,9 @@ public struct NotificationReadStatistics: Sendable, Equatable {
     /// Notifications longer than the MTU (cut to it), and descriptors a peer passed with them (closed).
     public var truncated: UInt64 = 0
     public var passedDescriptors: UInt64 = 0
+    /// Receive system calls on the sockets (`recvmsg`, or `recvmmsg` taking up to 16 at once), including those that
+    /// found a queue empty: with deferred reads and a readiness set, about one per socket that had data at a tick.
+    public var receiveCalls: UInt64 = 0
 
     public init() {}
 
@@ -25,5 +28,6 @@ public struct NotificationReadStatistics: Sendable, Equatable {
         lhs.highWaterDrains &+= rhs.highWaterDrains
         lhs.truncated &+= rhs.truncated
         lhs.passedDescriptors &+= rhs.passedDescriptors
+        lhs.receiveCalls &+= rhs.receiveCalls
     }
 }

@@ -73,8 +73,10 @@ enum EventLoopChecks {
             bvpTheirs.close()
             accTheirs.close()
         }
-        let bvpStream = try NotificationStream(fileDescriptor: bvpOurs, mtu: 23, loop: loop)
-        let accStream = try NotificationStream(fileDescriptor: accOurs, mtu: 23, loop: loop)
+        // With a readiness set, as the agent's streams have (one `recvmmsg` per read, a poll per tick).
+        let readiness = try NotificationReadiness()
+        let bvpStream = try NotificationStream(fileDescriptor: bvpOurs, mtu: 23, loop: loop, readiness: readiness)
+        let accStream = try NotificationStream(fileDescriptor: accOurs, mtu: 23, loop: loop, readiness: readiness)
         defer {
             bvpStream.close()
             accStream.close()
@@ -151,11 +153,13 @@ enum EventLoopChecks {
                     if (try? accTheirs.write(from: bytes)) != bytes.count { failures += 1 }
                 }
             }
-            drained += bvpStream.drain() + accStream.drain()
+            readiness.poll()
+            drained += bvpStream.drainIfQueued() + accStream.drainIfQueued()
         }
         for _ in 0..<64 { sendTick() }
         let ticks = max(iterations / perTick, 1)
         let beforeDrain = sink.snapshot
+        let callsBefore = bvpStream.receiveCalls + accStream.receiveCalls
         drained = 0
         var drainMeasurement = AllocationMeasurement.measure(
             "notification.drain.decode", iterations: ticks, warmUp: 0,
@@ -164,6 +168,9 @@ enum EventLoopChecks {
         if failures > 0 || drained != 2 * perTick * ticks || duringDrain.samples != perTick * ticks {
             drainMeasurement.failure = "\(failures) failed writes, \(drained) notifications drained and "
                 + "\(duringDrain.samples) BVP batches decoded for \(perTick * ticks) packet pairs"
+        } else if bvpStream.receiveCalls + accStream.receiveCalls - callsBefore > UInt64(2 * ticks) {
+            drainMeasurement.failure = "\(bvpStream.receiveCalls + accStream.receiveCalls - callsBefore) receive "
+                + "calls for \(ticks) ticks of two sockets: a tick's queue was not read in one"
         } else if bvpStream.readTimeFallbacks != 0 || accStream.readTimeFallbacks != 0 {
             drainMeasurement.failure = "notifications without a kernel arrival time on a socketpair"
         }

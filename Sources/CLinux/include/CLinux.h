@@ -132,6 +132,18 @@ typedef struct {
 /// plain `read` discards them too); other control messages are ignored.
 clinux_timestamped_datagram clinux_receive_timestamped(int fd, void *buffer, size_t length);
 
+/// Most datagrams one ``clinux_receive_timestamped_batch`` call receives.
+#define CLINUX_DATAGRAM_BATCH_MAX 16
+
+/// `recvmmsg(2)` of up to `count` (at most ``CLINUX_DATAGRAM_BATCH_MAX``) datagrams, non-blocking, retrying `EINTR`:
+/// datagram `i` goes to `buffers + i * slot` (at most `slot` bytes) and its size, time and flags to `out[i]`, as
+/// ``clinux_receive_timestamped`` reports them. One system call reads whatever is queued, up to `count`.
+///
+/// Returns the number of datagrams received (the last has `count` 0 if the stream ended), or -1 with `errno` set
+/// (`EAGAIN`: nothing queued).
+int clinux_receive_timestamped_batch(int fd, void *buffers, size_t slot, unsigned int count,
+                                     clinux_timestamped_datagram *out);
+
 /// `TCP_CORK` on (1) or off (0): while on, the kernel holds partial segments back and sends full ones; turning it
 /// off sends what is held at once.
 static inline int clinux_set_tcp_cork(int fd, int on) {
