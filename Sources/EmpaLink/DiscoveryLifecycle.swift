@@ -26,8 +26,11 @@ struct DiscoveryLifecycle: Sendable, Hashable {
     /// BlueZ's answer to the discovery filter and `StartDiscovery`.
     enum StartReply: Sendable, Hashable {
         case started
-        /// `org.bluez.Error.InProgress`: our session already exists (BlueZ counts sessions per client).
-        case alreadyStarted
+        /// `org.bluez.Error.InProgress`. BlueZ 5.66 gives it for two things that cannot be told apart: our session
+        /// already exists, or the kernel refused to start scanning for now (an LE connection being made, a stop
+        /// still pending) and BlueZ dropped the session it had just made for us. So our session may or may not be
+        /// open: clear it with a `StopDiscovery`, then start again after a pause.
+        case busy
         case failed(name: String, message: String)
     }
 
@@ -61,6 +64,8 @@ struct DiscoveryLifecycle: Sendable, Hashable {
         case watchdogTick
         /// The `StopDiscovery` of a watchdog restart answered.
         case restartStopReplied
+        /// The pause after a refused or busy `StartDiscovery` is over.
+        case retryTick
     }
 
     enum Action: Sendable, Hashable {
@@ -85,6 +90,8 @@ struct DiscoveryLifecycle: Sendable, Hashable {
         case escalate(EmpaticaAPI.WatchdogAction)
         /// Count a refused `StartDiscovery` and keep its error.
         case discoveryFailed(name: String, message: String)
+        /// Raise ``Event/retryTick`` once, after `seconds`.
+        case armRetry(seconds: Int)
         /// Recompute ``EmpaticaAPI/status`` (the watchdog's verdict changed).
         case updateStatus
     }
@@ -96,6 +103,12 @@ struct DiscoveryLifecycle: Sendable, Hashable {
     /// Whether our discovery session is open at BlueZ.
     private(set) var started = false
     private(set) var requestInFlight = false
+    /// A refused or busy start waits for ``Event/retryTick`` before the next one.
+    private(set) var retryArmed = false
+    /// The next pause after a refusal: 1 s, doubling to ``maximumRetrySeconds``, back to 1 s once started.
+    private(set) var retrySeconds = 1
+    /// After `InProgress` our session may still be open at BlueZ: stop it before starting again.
+    private(set) var clearFirst = false
     private(set) var dutyCycling = false
     private(set) var windowArmed = false
     private(set) var watchdogRunning = false
@@ -106,6 +119,9 @@ struct DiscoveryLifecycle: Sendable, Hashable {
     private(set) var watchdogReason: String?
     /// The watchdog's period in whole seconds; 0 disables it.
     let watchdogSeconds: Int
+
+    /// The longest pause between retries of a refused `StartDiscovery`.
+    static let maximumRetrySeconds = 30
 
     init(watchdogSeconds: Int) {
         self.watchdogSeconds = max(0, watchdogSeconds)
@@ -165,11 +181,17 @@ struct DiscoveryLifecycle: Sendable, Hashable {
             guard self.requestInFlight else { break }
             self.requestInFlight = false
             switch reply {
-            case .started, .alreadyStarted:
+            case .started:
                 self.started = true
+                self.retrySeconds = 1
                 self.startWatchdog(&out)
+            case .busy:
+                self.clearFirst = true
+                out.append(.discoveryFailed(name: "org.bluez.Error.InProgress", message: "BlueZ busy"))
+                self.armRetry(&out)
             case .failed(let name, let message):
                 out.append(.discoveryFailed(name: name, message: message))
+                self.armRetry(&out)
             }
             self.reconcile(conditions, &out)
         case .stopReplied:
@@ -181,10 +203,14 @@ struct DiscoveryLifecycle: Sendable, Hashable {
         case .reconcile:
             self.reconcile(conditions, &out)
         case .adapterUnusable:
+            // Powering off ends every session.
             self.started = false
+            self.clearFirst = false
         case .bluezGone:
             self.started = false
             self.requestInFlight = false
+            self.clearFirst = false
+            self.retrySeconds = 1
         case .advertisement:
             self.silentSeconds = 0
             // Also between the slow retry's reset of the level and its next restart: the reason is still shown.
@@ -198,6 +224,10 @@ struct DiscoveryLifecycle: Sendable, Hashable {
         case .restartStopReplied:
             self.started = false
             self.reconcile(conditions, &out)
+        case .retryTick:
+            guard self.retryArmed else { break }
+            self.retryArmed = false
+            self.reconcile(conditions, &out)
         }
         return out
     }
@@ -207,12 +237,28 @@ struct DiscoveryLifecycle: Sendable, Hashable {
         guard !self.requestInFlight, conditions.bluezAvailable else { return }
         let wanted = self.wanted(conditions)
         if wanted && !self.started {
+            // A refusal is not retried at once: a persistent one would turn into a busy loop of calls.
+            guard !self.retryArmed else { return }
             self.requestInFlight = true
-            out.append(.startDiscovery)
-        } else if !wanted && self.started {
+            if self.clearFirst {
+                // Its answer (stopped, or no session) reconciles again, which starts.
+                self.clearFirst = false
+                out.append(.stopDiscovery)
+            } else {
+                out.append(.startDiscovery)
+            }
+        } else if !wanted && (self.started || self.clearFirst) {
             self.requestInFlight = true
+            self.clearFirst = false
             out.append(.stopDiscovery)
         }
+    }
+
+    private mutating func armRetry(_ out: inout [Action]) {
+        guard !self.retryArmed else { return }
+        self.retryArmed = true
+        out.append(.armRetry(seconds: self.retrySeconds))
+        self.retrySeconds = min(self.retrySeconds * 2, Self.maximumRetrySeconds)
     }
 
     private mutating func openWindow(_ conditions: Conditions, _ out: inout [Action]) {

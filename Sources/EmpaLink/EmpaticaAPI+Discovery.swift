@@ -79,7 +79,7 @@ extension EmpaticaAPI {
                     case .success:
                         self.handle(discovery: .startReplied(.started))
                     case .failure(let error) where error.name == BlueZNames.Error.inProgress:
-                        self.handle(discovery: .startReplied(.alreadyStarted))
+                        self.handle(discovery: .startReplied(.busy))
                     case .failure(let error):
                         self.handle(discovery: .startReplied(.failed(name: error.name, message: error.message)))
                     }
@@ -122,6 +122,11 @@ extension EmpaticaAPI {
         case .discoveryFailed(let name, let message):
             self.discoveryFailures &+= 1
             self.lastDiscoveryError = .bluez(name: name, message: message)
+        case .armRetry(let seconds):
+            // Throws only once the loop is closed, when nothing runs any more.
+            _ = try? self.loop.scheduleTimer(after: .seconds(Int64(seconds))) { [weak self] in
+                self?.handle(discovery: .retryTick)
+            }
         case .updateStatus:
             self.updateStatus()
         }

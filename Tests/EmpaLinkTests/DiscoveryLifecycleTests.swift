@@ -28,15 +28,48 @@ import Testing
         #expect(!machine.started && !machine.requestInFlight)
     }
 
-    @Test func aRefusedStartIsCountedAndNotRetriedUntilSomethingChanges() {
+    @Test func aRefusedStartIsCountedAndRetriedAfterAPauseThatDoubles() {
         var machine = Machine(watchdogSeconds: 2)
         _ = machine.handle(.discoverRequested, conditions: Self.ready)
         let refused = Machine.StartReply.failed(name: "org.bluez.Error.NotReady", message: "Resource Not Ready")
-        // The answer reconciles at once, so a refusal is retried straight away while still wanted.
+        // Not retried at once (a persistent refusal would be a busy loop of calls), nor by a reconcile meanwhile.
         #expect(machine.handle(.startReplied(refused), conditions: Self.ready)
-                == [.discoveryFailed(name: "org.bluez.Error.NotReady", message: "Resource Not Ready"), .startDiscovery])
-        #expect(machine.handle(.startReplied(.alreadyStarted), conditions: Self.ready) == [.startWatchdog])
+                == [.discoveryFailed(name: "org.bluez.Error.NotReady", message: "Resource Not Ready"),
+                    .armRetry(seconds: 1)])
+        #expect(machine.handle(.reconcile, conditions: Self.ready).isEmpty)
+        #expect(machine.handle(.retryTick, conditions: Self.ready) == [.startDiscovery])
+        #expect(machine.handle(.startReplied(refused), conditions: Self.ready)
+                == [.discoveryFailed(name: "org.bluez.Error.NotReady", message: "Resource Not Ready"),
+                    .armRetry(seconds: 2)])
+        #expect(machine.handle(.retryTick, conditions: Self.ready) == [.startDiscovery])
+        #expect(machine.handle(.startReplied(.started), conditions: Self.ready) == [.startWatchdog])
+        #expect(machine.started && machine.retrySeconds == 1)
+    }
+
+    /// bluetoothd 5.66 answers `InProgress` both when our session exists and when the kernel would not scan yet
+    /// (it then drops the session it made for us): seen in the real-BlueZ VM while an LE connection was being made.
+    @Test func aBusyStartIsNotTakenForARunningSessionButClearedAndStartedAgain() {
+        var machine = Machine(watchdogSeconds: 2)
+        _ = machine.handle(.discoverRequested, conditions: Self.ready)
+        #expect(machine.handle(.startReplied(.busy), conditions: Self.ready)
+                == [.discoveryFailed(name: "org.bluez.Error.InProgress", message: "BlueZ busy"), .armRetry(seconds: 1)])
+        #expect(!machine.started && !machine.watchdogRunning)
+        // Stop whatever session there may be, then start.
+        #expect(machine.handle(.retryTick, conditions: Self.ready) == [.stopDiscovery])
+        #expect(machine.handle(.stopReplied, conditions: Self.ready) == [.startDiscovery])
+        #expect(machine.handle(.startReplied(.started), conditions: Self.ready) == [.startWatchdog])
         #expect(machine.started)
+    }
+
+    @Test func aBusyStartNoLongerWantedStillStopsThePossibleSession() {
+        var machine = Machine(watchdogSeconds: 2)
+        _ = machine.handle(.discoverRequested, conditions: Self.ready)
+        _ = machine.handle(.startReplied(.busy), conditions: Self.ready)
+        // The wristband connected meanwhile: no scan wanted, but a session of ours may still be scanning.
+        #expect(machine.handle(.reconcile, conditions: Conditions(demand: false)) == [.stopDiscovery])
+        #expect(machine.handle(.stopReplied, conditions: Conditions(demand: false)).isEmpty)
+        #expect(machine.handle(.retryTick, conditions: Conditions(demand: false)).isEmpty)
+        #expect(machine.handle(.reconcile, conditions: Self.ready) == [.startDiscovery])
     }
 
     @Test func noDemandStopsDiscoveryAndDemandStartsItAgain() {
@@ -142,8 +175,9 @@ import Testing
     static let events: [Machine.Event] = [
         .discoverRequested, .cancelRequested, .backgroundRequested, .resumeRequested, .monitorRegistered(true),
         .monitorRegistered(false), .dutyCycleTick, .windowEnded, .startReplied(.started),
-        .startReplied(.alreadyStarted), .startReplied(.failed(name: "org.bluez.Error.Failed", message: "")),
+        .startReplied(.busy), .startReplied(.failed(name: "org.bluez.Error.Failed", message: "")),
         .stopReplied, .reconcile, .adapterUnusable, .bluezGone, .advertisement, .watchdogTick, .restartStopReplied,
+        .retryTick,
     ]
 
     static func invariantViolations(_ machine: Machine) -> [String] {
@@ -174,7 +208,7 @@ import Testing
            !(before.started && before.wanted(conditions)) {
             problems.append("an escalation while not discovering for a reason")
         }
-        if event == .reconcile, !after.requestInFlight, conditions.bluezAvailable,
+        if event == .reconcile, !after.requestInFlight, !after.retryArmed, conditions.bluezAvailable,
            after.started != after.wanted(conditions) {
             problems.append("reconcile left discovery out of step")
         }
@@ -184,10 +218,11 @@ import Testing
     /// Discovery that is wanted in the foreground gets started once BlueZ answers what is in flight.
     static func converges(_ machine: Machine) -> Bool {
         var machine = machine
-        for _ in 0..<4 {
+        for _ in 0..<6 {
             if machine.started && !machine.requestInFlight { return true }
             let event: Machine.Event = machine.requestInFlight
-                ? (machine.started ? .stopReplied : .startReplied(.started)) : .reconcile
+                ? (machine.started ? .stopReplied : .startReplied(.started))
+                : machine.retryArmed ? .retryTick : .reconcile
             _ = machine.handle(event, conditions: Self.ready)
         }
         return machine.started

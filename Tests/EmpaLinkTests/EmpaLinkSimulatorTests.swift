@@ -430,6 +430,21 @@ import TestSupport
         #expect(device.lastError == nil)
     }
 
+    /// bluetoothd 5.66 answers `StartDiscovery` with `InProgress` when the kernel will not scan yet (an LE connection
+    /// being made, a stop pending) and then drops the session it made for us; the simulator's injected error leaves
+    /// no session either. Taking the answer for "already discovering" found nothing until the watchdog (60 s).
+    @Test func discoveryStartsAgainAfterABusyStartDiscovery() throws {
+        let rig = try Rig(devices: 1, allow: nil, options: EmpaticaAPI.Options(), scenario: nil)
+        defer { rig.close() }
+        try self.inject(rig, "StartDiscovery", "org.bluez.Error.InProgress", "Operation already in progress", count: 2)
+        try rig.api.authenticate(apiKey: Self.apiKey)
+        let start = Date()
+        try rig.api.discoverDevices(delegate: rig.recorder)
+        #expect(try rig.run(until: { !rig.recorder.devices.isEmpty }, limit: .seconds(15)))
+        print("discovered after 2 × InProgress in \(String(format: "%.2f", Date().timeIntervalSince(start))) s")
+        #expect(rig.api.discoveryFailures == 2)
+    }
+
     /// bluetoothd 5.66 on btvirt never signalled `Connected = true` after `Connect` (vm/FINDINGS.md §1): the API
     /// must connect on `ServicesResolved` alone, and an attempt that fails after `Connect` succeeded must still
     /// drop the link it opened, not leave it to the next attempt.
