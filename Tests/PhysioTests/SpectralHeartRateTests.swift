@@ -52,6 +52,26 @@ import TestSupport
         #expect(hits == 0)
     }
 
+    @Test func publishesNothingConfidentOffTheWristWhileTheArmSwingsAtAnyCadence() {
+        // Off the wrist, walking or running: the PPG is the arm swing's artefact alone, perfectly periodic. Shaped
+        // one way (the harmonics' phases) it passes every single-pulse check, the template learns it in mild motion,
+        // and four in a row confirm it: the beats used to be emitted and published at confidence 1, and seeded the
+        // spectral track (bench/ibi/walk.py offwrist-walk, 5 of seeds 1–8). A beat rate on the accelerometer's
+        // cadence (or its harmonic) while the wrist moves is not evidence of a pulse.
+        let phases = [(1.1, 2.0, 0.4), (0.45, 0.5, 5.71), (1.65, 4.07, 1.12), (4.21, 0.92, 4.86), (0.44, 1.59, 5.98)]
+        for (cadence, swing, ratio) in [(1.5, 0.35, 1.0), (1.8, 0.35, 0.85), (2.2, 0.5, 1.2), (2.7, 1.0, 2.0)] {
+            for phase in phases {
+                let signal = MotionSignal(heartRate: { _ in 80 }, cadence: cadence, swingStart: 20, swingG: swing,
+                                          artefactRatio: ratio, wobble: 0.3, pulse: false, artefactPhases: phase)
+                var engine = IBIEngine()
+                let run = signal.run(&engine, duration: 90)
+                let confident = run.ticks.filter { ($0.sample?.confidence ?? 0) > 0.3 }
+                let first = confident.first.map { "\($0.sample!.beatsPerMinute) bpm from \($0.sample!.source)" } ?? ""
+                #expect(confident.count == 0, "cadence \(cadence) Hz, phases \(phase): \(confident.count) s, \(first)")
+            }
+        }
+    }
+
     /// The estimator alone (no beats to seed it) on the simulator's pulse (Sources/Simulator/PhysiologyModel.swift:
     /// a systolic Gaussian of 0.05 s, a diastolic wave, a run-off to a sharp foot) at a steady `bpm`, wrist still.
     func estimates(bpm: Double, seconds: Int) -> [Double] {
