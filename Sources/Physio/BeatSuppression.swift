@@ -17,4 +17,8 @@ public enum BeatSuppression: Sendable, Equatable {
     /// While the wrist moves: the interval passed every check, but no run of clean intervals confirmed it within the
     /// latency budget.
     case unconfirmed
+    /// While the wrist moves periodically (walking, running), the interval's rate lies on the accelerometer's cadence
+    /// or one of its harmonics: the arm swing's artefact is as periodic as a pulse and, shaped like one, passes every
+    /// other check (off the wrist it is all the PPG shows), so such an interval is no evidence of a beat.
+    case cadence
 }

@@ -136,6 +136,17 @@ extension IBIEngine {
                                    shift: strictness * configuration.maximumRhythmShift)
         {
             suppression = .irregular
+        } else if self.motion.lastMildMotion >= previous
+            && self.spectral.coincidesWithCadence(interval: interval, error: 2 / self.sampleRate)
+        {
+            // The arm swing's rate, not (necessarily) the heart's: a periodic artefact shaped like a pulse passes
+            // every check above, the template learns it in mild motion, and four in a row would confirm it (off the
+            // wrist, walking: intervals and a beat-derived heart rate at confidence 1 with no pulse at all). Each
+            // foot is placed to within about two samples, hence the interval's error. Only while the arm keeps moving
+            // during the interval (mild motion, ``IBIConfiguration/mildMotionThreshold``, 0.1 g over a second: a
+            // swing is several times that in every second): after one jolt the 8 s ACC window can look periodic at
+            // 40–70 /min for seconds while the wrist is still again (e4-stresspredict S06), and its beats are real.
+            suppression = .cadence
         } else {
             self.previousClean = interval
             self.cleanRun += 1

@@ -225,6 +225,7 @@ public struct IBIEngine: Sendable {
     /// The 1 Hz heart rate: from clean beats where they cover the window (the spectral track follows them), from
     /// the spectrum otherwise, nothing when neither has a value (``SpectralHeartRate``).
     mutating func heartRateTick(at second: Double) -> HeartRateSample? {
+        self.spectral.analyseMotion()
         if let bpm = self.heartRate.heartRate(at: second) {
             self.spectral.seed(beatsPerMinute: bpm)
             return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
@@ -234,6 +235,9 @@ public struct IBIEngine: Sendable {
         return HeartRateSample(time: second, beatsPerMinute: estimate.beatsPerMinute,
                                confidence: estimate.confidence, source: .spectral)
     }
+
+    /// BVP sample rate in Hz, as the engine uses it.
+    var sampleRate: Double { self.configuration.bvpRate > 0 ? self.configuration.bvpRate : 64 }
 
     /// Starts a new beat chain (after a gap or reset) while keeping learned references.
     mutating func restartChain() {

@@ -116,6 +116,13 @@ public struct SpectralHeartRate: Sendable {
     private var coastValue: Double?
     /// Whether the last analysis's value came from the merged cadence peak.
     private var fromMergedPeak = false
+    /// ACC analysis of this second (``analyseMotion()``): the wrist moves, periodically, at ``motionPeaks``.
+    private var motionAnalysed = false
+    private var moving = false
+    private var periodic = false
+    private var motionCount = 0
+    /// The accelerometer's cadence (its strongest peak, bpm) while the wrist moves periodically; nil otherwise.
+    private var cadence: Double?
 
     /// - Parameters:
     ///   - bvpRate: BVP sample rate in Hz.
@@ -178,6 +185,11 @@ public struct SpectralHeartRate: Sendable {
         self.accPrimed = false
         self.hasPreviousDecimated = false
         self.smoothedWindows = 0
+        self.motionAnalysed = false
+        self.moving = false
+        self.periodic = false
+        self.motionCount = 0
+        self.cadence = nil
     }
 
     /// The beat-derived rate of this second: the track follows it, so the spectrum need not acquire the pulse again
@@ -242,6 +254,7 @@ public struct SpectralHeartRate: Sendable {
     public mutating func estimate() -> (beatsPerMinute: Double, confidence: Double)? {
         self.trackInCadenceLobe = false
         self.fromMergedPeak = false
+        defer { self.motionAnalysed = false }
         let result = self.analyse()
         if let result, !self.fromMergedPeak, result.confidence > Self.publishedConfidence {
             self.coastValue = result.beatsPerMinute
@@ -287,45 +300,9 @@ public struct SpectralHeartRate: Sendable {
             self.bvpPower[bin] = self.smoothedPower[bin]
         }
         self.smoothedWindows += 1
-        // ACC spectrum and level.
-        var moving = false
-        if self.accSamples >= self.size {
-            var level = 0.0
-            for axis in 0..<3 { level += self.variance(axis: axis) }
-            moving = level.isFinite && level.squareRoot() > Self.movingLevel
-            // The ACC spectrum is read only while the wrist moves: at rest its three transforms are skipped.
-            if moving {
-                for axis in 0..<3 {
-                    _ = self.load(axis: axis)
-                    self.goertzel(intoACC: true, accumulate: axis > 0)
-                }
-            }
-        }
-        // Motion frequencies: the accelerometer's strongest peaks and their second harmonics.
-        var motionCount = 0
-        var periodic = false
-        if moving {
-            var strongest = 0.0, strongestBin = 0, accTotal = 0.0
-            for bin in 0..<bins {
-                accTotal += self.accPower[bin]
-                if self.accPower[bin] > strongest { strongest = self.accPower[bin]; strongestBin = bin }
-            }
-            // A cadence, not everyday movement: the strongest peak's ±12 bpm holds at least ``acceptance`` of the
-            // accelerometer's power — the bar a pulse's spectrum must pass to be acquired.
-            var lobe = 0.0
-            for bin in max(0, strongestBin - 12)...min(bins - 1, strongestBin + 12) { lobe += self.accPower[bin] }
-            periodic = accTotal > 0 && lobe >= Self.acceptance * accTotal
-            for bin in 1..<(bins - 1) where motionCount < 3 {
-                let p = self.accPower[bin]
-                if p >= 0.1 * strongest, p >= self.accPower[bin - 1], p > self.accPower[bin + 1] {
-                    self.motionPeaks[motionCount] = Double(Self.lowestBPM + bin)
-                    motionCount += 1
-                }
-            }
-            // Also a cadence below the band whose harmonic falls in it (slow arm swing).
-            for index in 0..<motionCount { self.motionPeaks[motionCount + index] = 2 * self.motionPeaks[index] }
-            motionCount *= 2
-        }
+        if !self.motionAnalysed { self.analyseMotion() }
+        let motionCount = self.motionCount
+        let periodic = self.periodic
         var total = 0.0, motionPower = 0.0
         for bin in 0..<bins {
             let bpm = Double(Self.lowestBPM + bin)
@@ -437,6 +414,86 @@ public struct SpectralHeartRate: Sendable {
             return self.accept(bin: hit.bin, concentration: hit.concentration)
         }
         return nil
+    }
+
+    /// Reads the last 8 s of ACC, once a second (``IBIEngine`` calls it on every tick, before ``estimate()``, whose
+    /// analysis reads it; otherwise ``estimate()`` does): whether the wrist moves (level > ``movingLevel``), the
+    /// accelerometer's spectral peaks and their second harmonics (``motionPeaks``), and whether the motion is
+    /// periodic (a cadence).
+    mutating func analyseMotion() {
+        self.motionAnalysed = true
+        let bins = self.coefficients.count
+        // ACC spectrum and level.
+        var moving = false
+        if self.accSamples >= self.size {
+            var level = 0.0
+            for axis in 0..<3 { level += self.variance(axis: axis) }
+            moving = level.isFinite && level.squareRoot() > Self.movingLevel
+            // The ACC spectrum is read only while the wrist moves: at rest its three transforms are skipped.
+            if moving {
+                for axis in 0..<3 {
+                    _ = self.load(axis: axis)
+                    self.goertzel(intoACC: true, accumulate: axis > 0)
+                }
+            }
+        }
+        // Motion frequencies: the accelerometer's strongest peaks and their second harmonics.
+        var motionCount = 0
+        var periodic = false
+        var cadence: Double?
+        defer {
+            self.moving = moving
+            self.periodic = periodic
+            self.motionCount = motionCount
+            self.cadence = cadence
+        }
+        if moving {
+            var strongest = 0.0, strongestBin = 0, accTotal = 0.0
+            for bin in 0..<bins {
+                accTotal += self.accPower[bin]
+                if self.accPower[bin] > strongest { strongest = self.accPower[bin]; strongestBin = bin }
+            }
+            // A cadence, not everyday movement: the strongest peak's ±12 bpm holds at least ``acceptance`` of the
+            // accelerometer's power — the bar a pulse's spectrum must pass to be acquired.
+            var lobe = 0.0
+            for bin in max(0, strongestBin - 12)...min(bins - 1, strongestBin + 12) { lobe += self.accPower[bin] }
+            periodic = accTotal > 0 && lobe >= Self.acceptance * accTotal
+            // The cadence itself: the strongest peak, when it is a peak (a posture change's spectrum falls from
+            // 0 Hz, its largest in-band value at the band's lower edge, and is no cadence).
+            let interior = strongestBin > 0 && strongestBin < bins - 1
+                && strongest >= self.accPower[strongestBin - 1] && strongest > self.accPower[strongestBin + 1]
+            cadence = periodic && interior ? Double(Self.lowestBPM + strongestBin) : nil
+            for bin in 1..<(bins - 1) where motionCount < 3 {
+                let p = self.accPower[bin]
+                if p >= 0.1 * strongest, p >= self.accPower[bin - 1], p > self.accPower[bin + 1] {
+                    self.motionPeaks[motionCount] = Double(Self.lowestBPM + bin)
+                    motionCount += 1
+                }
+            }
+            // Also a cadence below the band whose harmonic falls in it (slow arm swing).
+            for index in 0..<motionCount { self.motionPeaks[motionCount + index] = 2 * self.motionPeaks[index] }
+            motionCount *= 2
+        }
+    }
+
+    /// Whether a beat rate measured from one interval of `interval` seconds, each of its two beats placed to within
+    /// `error` seconds, can lie within ``motionHalfWidth`` of the accelerometer's cadence or its second harmonic
+    /// while the wrist moves periodically — the rate the arm swing's artefact produces (one pulse-like wave per swing,
+    /// or two), which is no evidence of a pulse. False at rest, without ACC, and for movement that is not periodic.
+    func coincidesWithCadence(interval: Double, error: Double) -> Bool {
+        guard interval > error, interval.isFinite, error >= 0 else { return false }
+        return self.coincidesWithCadence(from: 60 / (interval + error), to: 60 / (interval - error))
+    }
+
+    /// Whether a rate in `slowest`…`fastest` bpm lies within ``motionHalfWidth`` of the cadence or its second
+    /// harmonic while the wrist moves periodically.
+    func coincidesWithCadence(from slowest: Double, to fastest: Double) -> Bool {
+        guard self.moving, let cadence = self.cadence else { return false }
+        for k in 1...2 {
+            let peak = Double(k) * cadence
+            if peak + Self.motionHalfWidth >= slowest && peak - Self.motionHalfWidth <= fastest { return true }
+        }
+        return false
     }
 
     /// Counts the seconds a candidate stays put; true once it has for ``acquisitionTicks`` with concentration

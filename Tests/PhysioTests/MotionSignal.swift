@@ -19,6 +19,9 @@ struct MotionSignal {
     var wobble = 0.0
     /// Whether there is a pulse at all (off-wrist: no).
     var pulse = true
+    /// Phases (radians) of the artefact's fundamental, 2nd and 3rd harmonic behind the swing: they set the
+    /// artefact's shape (bench/ibi/walk.py draws them at random per recording).
+    var artefactPhases = (1.1, 2.0, 0.4)
     var seed: UInt64 = 7
     let start = 1_700_000_000.0
 
@@ -69,8 +72,9 @@ struct MotionSignal {
                 value += 80 * self.artefactRatio * self.wobble * wander / 0.17
             }
             if moving {
-                value += 80 * self.artefactRatio * (sin(swing + 1.1) + 0.5 * sin(2 * swing + 2.0)
-                    + 0.25 * sin(3 * swing + 0.4))
+                let (a, b, c) = self.artefactPhases
+                value += 80 * self.artefactRatio * (sin(swing + a) + 0.5 * sin(2 * swing + b)
+                    + 0.25 * sin(3 * swing + c))
             }
             value = transform(value)
             raw.append(value)

@@ -52,6 +52,58 @@ import TestSupport
         #expect(hits == 0)
     }
 
+    @Test func publishesNothingConfidentOffTheWristWhileTheArmSwingsAtAnyCadence() {
+        // Off the wrist, walking or running: the PPG is the arm swing's artefact alone, perfectly periodic. Shaped
+        // one way (the harmonics' phases) it passes every single-pulse check, the template learns it in mild motion,
+        // and four in a row confirm it: the beats used to be emitted and published at confidence 1, and seeded the
+        // spectral track (bench/ibi/walk.py offwrist-walk, 5 of seeds 1–8). A beat rate on the accelerometer's
+        // cadence (or its harmonic) while the wrist moves is not evidence of a pulse.
+        let phases = [(1.1, 2.0, 0.4), (0.45, 0.5, 5.71), (1.65, 4.07, 1.12), (4.21, 0.92, 4.86), (0.44, 1.59, 5.98)]
+        for (cadence, swing, ratio) in [(1.5, 0.35, 1.0), (1.8, 0.35, 0.85), (2.2, 0.5, 1.2), (2.7, 1.0, 2.0)] {
+            for phase in phases {
+                let signal = MotionSignal(heartRate: { _ in 80 }, cadence: cadence, swingStart: 20, swingG: swing,
+                                          artefactRatio: ratio, wobble: 0.3, pulse: false, artefactPhases: phase)
+                var engine = IBIEngine()
+                let run = signal.run(&engine, duration: 90)
+                let confident = run.ticks.filter { ($0.sample?.confidence ?? 0) > 0.3 }
+                let first = confident.first.map { "\($0.sample!.beatsPerMinute) bpm from \($0.sample!.source)" } ?? ""
+                #expect(confident.count == 0, "cadence \(cadence) Hz, phases \(phase): \(confident.count) s, \(first)")
+            }
+        }
+    }
+
+    @Test func aTrackSeededOnTheCadenceIsNotConfirmedByTheMotion() {
+        // The estimator alone, seeded for 30 s with the cadence (as if the arm swing's artefact had passed for beats),
+        // then left to its own spectrum: no pulse, the artefact (cadence and two harmonics, 1.2 × a pulse) and 30 %
+        // broadband wobble the ACC does not explain. A beat-seeded track must be confirmed by a peak of its own
+        // outside the motion mask before it publishes above the lowest confidences (≤ 0.3).
+        for cadence in [96.0, 110, 132, 156] {
+            var estimator = SpectralHeartRate()
+            var random = SplitMix64(seed: UInt64(cadence))
+            var wander = 0.0
+            var confident: [(Int, Double, Double)] = []
+            for index in 0..<(90 * 64) {
+                let t = Double(index) / 64
+                let phase = 2 * Double.pi * cadence / 60 * t
+                wander += 0.54 * (Double(random.next() % 1000) / 1000 - 0.5 - wander)
+                estimator.appendBVP(96 * (sin(phase + 1.65) + 0.5 * sin(2 * phase + 4.07) + 0.25 * sin(3 * phase + 1.12)
+                    + 0.3 * wander / 0.17))
+                if index % 2 == 0 {
+                    estimator.appendACC(x: (8 + 25 * (sin(phase) + 0.3 * sin(2 * phase))).rounded(),
+                                        y: (-4 + 12 * sin(phase + 0.7)).rounded(), z: (62 + 10 * sin(2 * phase)).rounded())
+                }
+                if index % 64 == 63 {
+                    if index < 64 * 30 {
+                        estimator.seed(beatsPerMinute: cadence + 1)
+                    } else if let value = estimator.estimate(), value.confidence > 0.3 {
+                        confident.append((index / 64, value.beatsPerMinute, value.confidence))
+                    }
+                }
+            }
+            #expect(confident.isEmpty, "cadence \(cadence): \(confident.prefix(5))")
+        }
+    }
+
     /// The estimator alone (no beats to seed it) on the simulator's pulse (Sources/Simulator/PhysiologyModel.swift:
     /// a systolic Gaussian of 0.05 s, a diastolic wave, a run-off to a sharp foot) at a steady `bpm`, wrist still.
     func estimates(bpm: Double, seconds: Int) -> [Double] {
