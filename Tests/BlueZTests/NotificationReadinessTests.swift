@@ -16,6 +16,8 @@ import Posix
         let readiness: NotificationReadiness?
         var streams: [NotificationStream] = []
         var peers: [FileDescriptor] = []
+        /// Peers not yet closed: a descriptor closed twice may close another test's socket (tests run in parallel).
+        var peerOpen: [Bool] = []
         var received: [[[UInt8]]] = []
         var times: [[Double]] = []
         var closed: [Bool] = []
@@ -39,6 +41,7 @@ import Posix
                 stream.setReadMode(.deferred)
                 self.streams.append(stream)
                 self.peers.append(theirs)
+                self.peerOpen.append(true)
             }
         }
 
@@ -47,8 +50,15 @@ import Posix
                 stream.onClose = nil
                 stream.close()
             }
-            for peer in self.peers { peer.close() }
+            for (peer, open) in zip(self.peers, self.peerOpen) where open { peer.close() }
             self.loop.close()
+        }
+
+        /// The peer's hang-up (BlueZ dropping the socket).
+        func hangUp(_ index: Int) {
+            guard self.peerOpen[index] else { return }
+            self.peerOpen[index] = false
+            self.peers[index].close()
         }
 
         func send(_ index: Int, _ count: Int, size: Int = 20) throws {
@@ -104,7 +114,7 @@ import Posix
     @Test func aHangUpIsSeenByThePollAndEndsTheStreamAfterItsData() throws {
         let rig = try Rig(count: 3)
         try rig.send(1, 2)
-        rig.peers[1].close()
+        rig.hangUp(1)
         #expect(rig.tick() == 2)
         #expect(rig.received[1].count == 2)
         #expect(rig.closed == [false, true, false])
