@@ -113,9 +113,11 @@ public final class NotificationStream {
                 self?.ready(events)
             }
         } catch {
+            // Every stored property is set, so `deinit` runs after this throw and frees the buffer; the socket is
+            // closed here once (`deinit` would close it again, perhaps a number already reused elsewhere).
             self.readiness?.remove(fileDescriptor)
-            self.buffer.deallocate()
             fileDescriptor.close()
+            self.isOpen = false
             throw error
         }
     }

@@ -102,6 +102,25 @@ import Posix
         #expect(rig.readiness?.polls == 2)
     }
 
+    /// A stream whose loop refuses the socket closes it and frees its buffer once: `deinit` still runs after a
+    /// throwing class initialiser, and used to close the number again (another socket, once reused) and free the
+    /// buffer twice (glibc aborts).
+    @Test func aSocketTheLoopRefusesIsClosedOnceAndItsBufferFreedOnce() throws {
+        let loop = try EventLoop()
+        loop.close()
+        let readiness = try NotificationReadiness()
+        for _ in 0..<3 {
+            let (ours, theirs) = try FileDescriptor.socketPair(type: CInt(SOCK_SEQPACKET.rawValue), nonBlocking: true)
+            defer { theirs.close() }
+            #expect(throws: Errno.self) {
+                _ = try NotificationStream(fileDescriptor: ours, mtu: 23, loop: loop, readiness: readiness)
+            }
+            // Ours is closed: the peer sees the hang-up.
+            let bytes: [UInt8] = [1]
+            #expect(throws: Errno.self) { _ = try bytes.withUnsafeBytes { try theirs.write(from: $0) } }
+        }
+    }
+
     @Test func withoutAReadinessSetEverySocketIsAskedEveryTick() throws {
         let rig = try Rig(count: 12, readiness: false)
         try rig.send(4, 3)
