@@ -197,9 +197,10 @@ def percentile(values, p):
 class Stack:
     """dbus-daemon, empalink-sim, mosquitto and empalinkd in a private work directory."""
 
-    def __init__(self, bindir, work, devices, batch_ms, whitelist, spool_mode="offline", peer=False, bvp="raw"):
+    def __init__(self, bindir, work, devices, batch_ms, whitelist, spool_mode="offline", peer=False, bvp="raw", qos=1):
         self.peer = peer
         self.bvp = bvp
+        self.qos = qos
         self.bindir = bindir
         self.work = work
         self.devices = devices
@@ -280,6 +281,7 @@ host = "127.0.0.1"
 port = {self.port}
 protocol = "5"
 topic_prefix = "{PREFIX}"
+qos = {self.qos}
 
 [publish]
 batch_ms = {self.batch_ms}
@@ -410,7 +412,8 @@ def run_one(args, devices, batch_ms, spool_mode="offline", background=False):
     """One daemon run; `background`: switched to background mode (SIGUSR1, `background_batch_ms` 2000) once every
     wristband streams, before the warm-up."""
     work = os.path.join(args.work, f"n{devices}-b{batch_ms}-{spool_mode}" + ("-bg" if background else ""))
-    stack = Stack(args.bin, work, devices, batch_ms, whitelist=True, spool_mode=spool_mode, bvp=args.bvp)
+    stack = Stack(args.bin, work, devices, batch_ms, whitelist=True, spool_mode=spool_mode, bvp=args.bvp,
+                  qos=args.qos)
     subscriber = None
     try:
         stack.start()
@@ -544,6 +547,8 @@ def main():
                         help="publish.bvp: raw (default) publishes the simulator's values, which the latency and "
                         "timestamp figures align with its truth by value; filtered (the agent's default since #18) "
                         "cannot be aligned, so those figures are then missing")
+    parser.add_argument("--qos", type=int, default=1, choices=(0, 1, 2),
+                        help="mqtt.qos of the daemon (default 1, the agent's default; the forwarder always uses 1)")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
     args.bin = os.path.abspath(args.bin)
