@@ -260,3 +260,26 @@ import TestSupport
         #expect(lag < 1.2, "lag \(lag) bpm behind the window's centre")
     }
 }
+
+extension SpectralHeartRateLagTests {
+    /// At rest at 90 bpm, then running (168 /min) from 40 s with the heart rising 2.5 bpm/s to 150 at 64 s.
+    func onset() -> [MotionSignal.Tick] {
+        let rate: (Double) -> Double = { 90 + 2.5 * min(max($0 - 40, 0), 24) }
+        let signal = MotionSignal(heartRate: rate, cadence: 2.8, swingStart: 40, swingG: 1.0, artefactRatio: 2.0,
+                                  wobble: 0.3)
+        var engine = IBIEngine()
+        return signal.run(&engine, duration: 90).ticks
+    }
+
+    @Test func staleBeatsAtARunsOnsetGiveWayToTheSpectrum() {
+        // The clean beats stop when the run starts; the beat-derived rate (10 s of beats) stays published for a few
+        // seconds at the resting rate, and seeding the spectral track with it held the track at 90 while the heart
+        // rose: the track was lost at 52 s, nothing published until 70 s. Beats older than 2 s now give way to the
+        // spectrum, which then follows the rise.
+        let values = self.onset().filter { $0.time >= 42 && $0.time < 70 && $0.sample != nil }
+        #expect(values.count >= 18, "\(values.count) values in 42–70 s")
+        let errors = values.map { abs($0.sample!.beatsPerMinute - $0.truth) }
+        #expect(errors.reduce(0, +) / Double(max(errors.count, 1)) < 11, "errors \(errors)")
+        #expect(errors.allSatisfy { $0 < 18 }, "errors \(errors)")
+    }
+}
