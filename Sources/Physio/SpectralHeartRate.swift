@@ -167,7 +167,7 @@ public struct SpectralHeartRate: Sendable {
         self.bvpPower = [Double](repeating: 0, count: bins)
         self.accPower = [Double](repeating: 0, count: bins)
         self.motionMask = [Bool](repeating: false, count: bins)
-        self.motionPeaks = [Double](repeating: 0, count: 6)
+        self.motionPeaks = [Double](repeating: 0, count: 9)
         self.peakBins = [Int](repeating: 0, count: 16)
         self.smoothedPower = [Double](repeating: 0, count: bins)
         self.newestPower = [Double](repeating: 0, count: bins)
@@ -483,9 +483,13 @@ public struct SpectralHeartRate: Sendable {
                     motionCount += 1
                 }
             }
-            // Also a cadence below the band whose harmonic falls in it (slow arm swing).
-            for index in 0..<motionCount { self.motionPeaks[motionCount + index] = 2 * self.motionPeaks[index] }
-            motionCount *= 2
+            // Also a cadence below the band whose harmonic falls in it (slow arm swing), and the third harmonic: an
+            // arm swinging once a stride puts it into the PPG between the step rate (its 2nd) and the step's 2nd.
+            for index in 0..<motionCount {
+                self.motionPeaks[motionCount + index] = 2 * self.motionPeaks[index]
+                self.motionPeaks[2 * motionCount + index] = 3 * self.motionPeaks[index]
+            }
+            motionCount *= 3
         }
     }
 

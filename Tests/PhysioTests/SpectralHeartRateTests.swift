@@ -283,3 +283,24 @@ extension SpectralHeartRateLagTests {
         #expect(errors.allSatisfy { $0 < 18 }, "errors \(errors)")
     }
 }
+
+extension SpectralHeartRateLagTests {
+    /// Walking with the arm swinging once a stride (0.9 Hz, 54 /min: its 2nd harmonic the step, 108) from the start,
+    /// the heart at `bpm`: every value spectral.
+    func strideWalk(bpm: Double) -> [MotionSignal.Tick] {
+        let signal = MotionSignal(heartRate: { _ in bpm }, cadence: 0.9, swingG: 0.4, artefactRatio: 1.5, wobble: 0.3)
+        var engine = IBIEngine()
+        return signal.run(&engine, duration: 120).ticks
+    }
+
+    @Test func doesNotTakeTheStrideSwingsThirdHarmonicForThePulse() {
+        // The PPG artefact's 3rd harmonic (162 /min) is no ACC peak nor an ACC peak's 2nd harmonic: unmasked, it was
+        // acquired and published throughout (every value 160–163). The swing's third harmonics are masked too now.
+        for bpm in [80.0, 90, 100] {
+            let values = self.strideWalk(bpm: bpm).filter { $0.time >= 30 }
+            #expect(values.count >= 70, "\(bpm) bpm: \(values.count) values of 90")
+            let off = values.filter { abs($0.sample!.beatsPerMinute - $0.truth) > 10 }
+            #expect(off.isEmpty, "\(bpm) bpm: \(off.prefix(5).map { $0.sample!.beatsPerMinute })")
+        }
+    }
+}
