@@ -17,6 +17,15 @@ struct HeartRateTracker: Sendable {
         self.recent.removeAll()
     }
 
+    /// Seconds from the end of the newest interval that ended by `time` to `time`, or `nil` when there is none.
+    func ageOfNewest(at time: Double) -> Double? {
+        for back in 0..<self.recent.count {
+            let end = self.recent[back: back].x
+            if end <= time { return time - end }
+        }
+        return nil
+    }
+
     /// 60 / mean of the intervals that ended in (`time` − window, `time`], or `nil` when they cover less than half
     /// the window (too little evidence to publish a rate).
     func heartRate(at time: Double) -> Double? {

@@ -96,6 +96,9 @@ public struct IBIEngine: Sendable {
     var artefactFilter: MotionArtefactFilter
     /// HR from the artefact-reduced BVP's spectrum, published when clean beats are too few.
     var spectral: SpectralHeartRate
+    /// Seconds since the newest clean interval ended beyond which the beat-derived rate no longer seeds the spectral
+    /// track (a beat every ≤ 1.5 s at 40 bpm and above, plus the judgement's wait for the next pulse).
+    static let freshBeatAge = 2.0
 
     /// - Parameter configuration: sample rates and checks; see ``IBIConfiguration``.
     public init(configuration: IBIConfiguration = IBIConfiguration()) {
@@ -226,15 +229,22 @@ public struct IBIEngine: Sendable {
     /// the spectrum otherwise, nothing when neither has a value (``SpectralHeartRate``).
     mutating func heartRateTick(at second: Double) -> HeartRateSample? {
         self.spectral.analyseMotion()
-        if let bpm = self.heartRate.heartRate(at: second) {
+        let beats = self.heartRate.heartRate(at: second)
+        // Beats whose newest is older than ``freshBeatAge`` are stale (at the onset of a run the heart rises while
+        // the clean beats stop): they do not seed the spectral track, and its value, when it has one, goes first.
+        let fresh = self.heartRate.ageOfNewest(at: second).map { $0 <= Self.freshBeatAge } ?? false
+        if let bpm = beats, fresh {
             self.spectral.seed(beatsPerMinute: bpm)
             return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
         }
-        guard let estimate = self.spectral.estimate(),
-              estimate.confidence >= SpectralHeartRate.publishedConfidence else { return nil }
-        return HeartRateSample(time: second, beatsPerMinute: estimate.beatsPerMinute,
-                               confidence: estimate.confidence, source: .spectral)
+        if let estimate = self.spectral.estimate(), estimate.confidence >= SpectralHeartRate.publishedConfidence {
+            return HeartRateSample(time: second, beatsPerMinute: estimate.beatsPerMinute,
+                                   confidence: estimate.confidence, source: .spectral)
+        }
+        guard let bpm = beats else { return nil }
+        return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
     }
+
 
     /// BVP sample rate in Hz, as the engine uses it.
     var sampleRate: Double { self.configuration.bvpRate > 0 ? self.configuration.bvpRate : 64 }

@@ -27,6 +27,9 @@
 /// - Nothing is published when the BVP is flat or no candidate passes (no pulse: off-wrist, no contact, a PPG that
 ///   shows only the motion); after 10 s without a value the track is lost.
 ///
+/// The value published (and the track's) is the newest window's own non-motion peak within ±4 bpm of the averaged
+/// spectrum's, when it has one: the average lags a moving rate by one or two windows.
+///
 /// Confidence is `(concentration − 0.25) / 0.5` clamped to 0…1; the engine publishes from 0.2.
 /// ``seed(beatsPerMinute:)`` hands the estimator the beat-derived rate while clean beats exist, so motion starts with
 /// the track on the pulse. Memory is fixed at `init`; nothing allocates per sample or per estimate.
@@ -69,6 +72,10 @@ public struct SpectralHeartRate: Sendable {
     public static let publishedConfidence = 0.2
     /// Weight of the newest window's spectrum in the running average (≈ 3 windows).
     static let smoothing = 0.35
+    /// The newest window's own peak is published instead of the averaged spectrum's when it lies within this many
+    /// bpm of it (the motion mask's half-width: the same lobe, not another peak): the average lags a rising rate by
+    /// a window or two, the newest window does not.
+    static let newestPeakReach = 4
     /// Half-width, bpm, of an 8 s Hann window's main lobe (2 bins of 1/8 Hz = 0.25 Hz = 15 bpm): a pulse closer than
     /// this plus ``motionHalfWidth`` to a motion peak shares that peak's lobe and cannot be resolved from it.
     static let mainLobe = 15.0
@@ -100,6 +107,9 @@ public struct SpectralHeartRate: Sendable {
     private var motionPeaks: [Double]
     private var peakBins: [Int]
     private var smoothedPower: [Double]
+    /// The newest window's own normalised spectrum (``smoothedPower`` before averaging it in): its peak is the
+    /// published value when it lies within ``newestPeakReach`` of the averaged spectrum's (``accept(bin:concentration:)``).
+    private var newestPower: [Double]
     private var smoothedWindows = 0
 
     private var track: Double?
@@ -157,9 +167,10 @@ public struct SpectralHeartRate: Sendable {
         self.bvpPower = [Double](repeating: 0, count: bins)
         self.accPower = [Double](repeating: 0, count: bins)
         self.motionMask = [Bool](repeating: false, count: bins)
-        self.motionPeaks = [Double](repeating: 0, count: 6)
+        self.motionPeaks = [Double](repeating: 0, count: 9)
         self.peakBins = [Int](repeating: 0, count: 16)
         self.smoothedPower = [Double](repeating: 0, count: bins)
+        self.newestPower = [Double](repeating: 0, count: bins)
     }
 
     /// Forgets the signal and the track, as after a reconnect.
@@ -296,7 +307,9 @@ public struct SpectralHeartRate: Sendable {
         guard band > 0, band.isFinite else { return nil }
         let weight = self.smoothedWindows == 0 ? 1 : Self.smoothing
         for bin in 0..<bins {
-            self.smoothedPower[bin] += weight * (self.bvpPower[bin] / band - self.smoothedPower[bin])
+            let newest = self.bvpPower[bin] / band
+            self.newestPower[bin] = newest
+            self.smoothedPower[bin] += weight * (newest - self.smoothedPower[bin])
             self.bvpPower[bin] = self.smoothedPower[bin]
         }
         self.smoothedWindows += 1
@@ -399,7 +412,7 @@ public struct SpectralHeartRate: Sendable {
                 guard self.motionMask[bin], abs(Double(Self.lowestBPM + bin) - track) <= 8 else { continue }
                 let c = self.concentrationTotal(at: bin, total: total)
                 guard c >= Self.trackingAcceptance else { break }
-                guard let value = self.accept(bin: bin, concentration: c) else { return nil }
+                guard let value = self.accept(bin: bin, concentration: c, newest: false) else { return nil }
                 self.fromMergedPeak = true
                 return (value.beatsPerMinute, min(value.confidence, 0.3))
             }
@@ -470,9 +483,13 @@ public struct SpectralHeartRate: Sendable {
                     motionCount += 1
                 }
             }
-            // Also a cadence below the band whose harmonic falls in it (slow arm swing).
-            for index in 0..<motionCount { self.motionPeaks[motionCount + index] = 2 * self.motionPeaks[index] }
-            motionCount *= 2
+            // Also a cadence below the band whose harmonic falls in it (slow arm swing), and the third harmonic: an
+            // arm swinging once a stride puts it into the PPG between the step rate (its 2nd) and the step's 2nd.
+            for index in 0..<motionCount {
+                self.motionPeaks[motionCount + index] = 2 * self.motionPeaks[index]
+                self.motionPeaks[2 * motionCount + index] = 3 * self.motionPeaks[index]
+            }
+            motionCount *= 3
         }
     }
 
@@ -511,23 +528,42 @@ public struct SpectralHeartRate: Sendable {
             || self.candidateTicks >= Self.persistenceTicks
     }
 
-    private mutating func accept(bin: Int, concentration: Double) -> (beatsPerMinute: Double, confidence: Double)? {
-        let bins = self.coefficients.count
-        var bpm = Double(Self.lowestBPM + bin)
-        if bin > 0 && bin < bins - 1 {
-            // Parabolic interpolation of the peak between grid points.
-            let a = self.bvpPower[bin - 1], b = self.bvpPower[bin], c = self.bvpPower[bin + 1]
-            let denominator = a - 2 * b + c
-            if denominator < 0 {
-                let shift = 0.5 * (a - c) / denominator
-                if shift.isFinite { bpm += min(max(shift, -0.5), 0.5) }
+    /// Takes the candidate at `bin` (of the averaged spectrum) as the track's value. With `newest`, the value
+    /// published is the newest window's own strongest non-motion local maximum within ``newestPeakReach`` bpm of
+    /// it, when there is one: the averaged spectrum lags a rate that moves by a window or two.
+    private mutating func accept(bin: Int, concentration: Double,
+                                 newest: Bool = true) -> (beatsPerMinute: Double, confidence: Double)? {
+        let averaged = Self.interpolated(bin, in: self.bvpPower)
+        var bpm = averaged
+        if newest {
+            let bins = self.candidateBins
+            var best: Int?
+            for b in max(1, bin - Self.newestPeakReach)...min(bins - 2, bin + Self.newestPeakReach)
+            where !self.motionMask[b] && self.newestPower[b] >= self.newestPower[b - 1]
+                && self.newestPower[b] > self.newestPower[b + 1] {
+                if let previous = best, self.newestPower[b] <= self.newestPower[previous] { continue }
+                best = b
             }
+            if let best { bpm = Self.interpolated(best, in: self.newestPower) }
         }
         self.track = bpm
         self.candidate = nil
         self.candidateTicks = 0
         let confidence = min(max((concentration - 0.25) / 0.5, 0), 1)
         return (bpm, confidence)
+    }
+
+    /// The rate of the peak at `bin` of `power`, interpolated between grid points (parabola through its neighbours).
+    private static func interpolated(_ bin: Int, in power: [Double]) -> Double {
+        var bpm = Double(Self.lowestBPM + bin)
+        guard bin > 0 && bin < power.count - 1 else { return bpm }
+        let a = power[bin - 1], b = power[bin], c = power[bin + 1]
+        let denominator = a - 2 * b + c
+        if denominator < 0 {
+            let shift = 0.5 * (a - c) / denominator
+            if shift.isFinite { bpm += min(max(shift, -0.5), 0.5) }
+        }
+        return bpm
     }
 
     /// Share of the non-motion power within ±12 bpm of `bin` and of its second harmonic: a pulse puts its power

@@ -236,3 +236,71 @@ import TestSupport
         #expect(far.isEmpty)
     }
 }
+
+/// Issue 18 round 9: what the spectral track publishes while the heart rate moves.
+@Suite struct SpectralHeartRateLagTests {
+    /// Walking (96 /min) with the heart at 110 bpm, rising 2 bpm/s from 30 s to 160 bpm at 55 s: every value
+    /// spectral. Mean signed error of the values in 38–55 s against the rate at the window's centre (4 s before).
+    func risingLag() -> (lag: Double, count: Int) {
+        let rate: (Double) -> Double = { 110 + 2 * min(max($0 - 30, 0), 25) }
+        let signal = MotionSignal(heartRate: rate, cadence: 1.6, swingG: 0.4, artefactRatio: 1.0)
+        var engine = IBIEngine()
+        let run = signal.run(&engine, duration: 70)
+        let rising = run.ticks.filter { $0.time >= 38 && $0.time < 55 && $0.sample?.source == .spectral }
+        let lag = rising.map { rate($0.time - 4) - $0.sample!.beatsPerMinute }.reduce(0, +)
+            / Double(max(rising.count, 1))
+        return (lag, rising.count)
+    }
+
+    @Test func publishesTheNewestWindowsPeakWhileTheRateRises() {
+        // The averaged spectrum (weight 0.35 for the newest window) lags a rising rate by ≈ 1–2 windows (2.5 bpm here),
+        // beyond the 8 s window's own 4 s; the newest window's peak in the same lobe does not.
+        let (lag, count) = self.risingLag()
+        #expect(count >= 14)
+        #expect(lag < 1.2, "lag \(lag) bpm behind the window's centre")
+    }
+}
+
+extension SpectralHeartRateLagTests {
+    /// At rest at 90 bpm, then running (168 /min) from 40 s with the heart rising 2.5 bpm/s to 150 at 64 s.
+    func onset() -> [MotionSignal.Tick] {
+        let rate: (Double) -> Double = { 90 + 2.5 * min(max($0 - 40, 0), 24) }
+        let signal = MotionSignal(heartRate: rate, cadence: 2.8, swingStart: 40, swingG: 1.0, artefactRatio: 2.0,
+                                  wobble: 0.3)
+        var engine = IBIEngine()
+        return signal.run(&engine, duration: 90).ticks
+    }
+
+    @Test func staleBeatsAtARunsOnsetGiveWayToTheSpectrum() {
+        // The clean beats stop when the run starts; the beat-derived rate (10 s of beats) stays published for a few
+        // seconds at the resting rate, and seeding the spectral track with it held the track at 90 while the heart
+        // rose: the track was lost at 52 s, nothing published until 70 s. Beats older than 2 s now give way to the
+        // spectrum, which then follows the rise.
+        let values = self.onset().filter { $0.time >= 42 && $0.time < 70 && $0.sample != nil }
+        #expect(values.count >= 18, "\(values.count) values in 42–70 s")
+        let errors = values.map { abs($0.sample!.beatsPerMinute - $0.truth) }
+        #expect(errors.reduce(0, +) / Double(max(errors.count, 1)) < 11, "errors \(errors)")
+        #expect(errors.allSatisfy { $0 < 18 }, "errors \(errors)")
+    }
+}
+
+extension SpectralHeartRateLagTests {
+    /// Walking with the arm swinging once a stride (0.9 Hz, 54 /min: its 2nd harmonic the step, 108) from the start,
+    /// the heart at `bpm`: every value spectral.
+    func strideWalk(bpm: Double) -> [MotionSignal.Tick] {
+        let signal = MotionSignal(heartRate: { _ in bpm }, cadence: 0.9, swingG: 0.4, artefactRatio: 1.5, wobble: 0.3)
+        var engine = IBIEngine()
+        return signal.run(&engine, duration: 120).ticks
+    }
+
+    @Test func doesNotTakeTheStrideSwingsThirdHarmonicForThePulse() {
+        // The PPG artefact's 3rd harmonic (162 /min) is no ACC peak nor an ACC peak's 2nd harmonic: unmasked, it was
+        // acquired and published throughout (every value 160–163). The swing's third harmonics are masked too now.
+        for bpm in [80.0, 90, 100] {
+            let values = self.strideWalk(bpm: bpm).filter { $0.time >= 30 }
+            #expect(values.count >= 70, "\(bpm) bpm: \(values.count) values of 90")
+            let off = values.filter { abs($0.sample!.beatsPerMinute - $0.truth) > 10 }
+            #expect(off.isEmpty, "\(bpm) bpm: \(off.prefix(5).map { $0.sample!.beatsPerMinute })")
+        }
+    }
+}

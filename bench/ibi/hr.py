@@ -12,9 +12,10 @@ confidence 0.3, largest confidence). Peers then run only with --peers. --no-e4 s
 
 Sets: e4-msr2023 and e4-stresspredict S01/S06/S08/S33 (reference: Empatica's IBI.csv, 8 s windows -- where
 Empatica emitted beats, i.e. mostly still time; Empatica's HR.csv is PPG-derived too and is scored, not used, as a
-reference), and the walking/running sets of walk.py (reference: the exact beat truth, HRREF.csv). Peers' HR is
+reference), and the walking/running sets of walk.py (reference: the exact beat truth, HRREF.csv; the stride-* sets swing the
+arm at half the step rate, as a real arm does). Peers' HR is
 60 / mean of their IBIs that ended in the last 10 s when they cover >= 5 s (our beat rule); NeuroKit2 keeps every
-peak pair, HeartPy its accepted ones. "offwrist-walk" has no pulse: availability there is what was published
+peak pair, HeartPy its accepted ones. "offwrist-walk" and "offwrist-stride-run" have no pulse: availability there is what was published
 (lower is right), with the largest confidence of ours.
 """
 import argparse
