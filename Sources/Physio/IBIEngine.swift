@@ -245,7 +245,6 @@ public struct IBIEngine: Sendable {
         return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
     }
 
-
     /// BVP sample rate in Hz, as the engine uses it.
     var sampleRate: Double { self.configuration.bvpRate > 0 ? self.configuration.bvpRate : 64 }
 
