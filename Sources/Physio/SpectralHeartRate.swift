@@ -14,7 +14,9 @@
 ///
 /// - Acquiring (start, reset, track lost): the best non-motion candidate must stay within ±5 bpm from second to
 ///   second for 4 s with concentration ≥ 0.55 throughout, or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
-///   and the averaging adds a few: a noise peak lasts ≈ 10 s, a pulse stays).
+///   and the averaging adds a few: a noise peak lasts ≈ 10 s, a pulse stays); or, its runs broken, gather enough
+///   *evidence*: the seconds it was the best candidate (≥ 0.35) within ±2 bpm, weighted by concentration (capped at
+///   0.5) and decayed by 0.97 a second, reach 5 (``evidenceThreshold``).
 /// - Tracking: the best non-motion candidate within ±(12 + 3 × seconds since the last value) bpm of the track,
 ///   concentration ≥ 0.35; failing that, a weak one (≥ 0.2) within ±6 bpm of a track at most 2 s old, published at
 ///   the lowest confidence, at most 10 s in a row; failing that, a motion peak within ±8 bpm of the track — the
@@ -61,6 +63,17 @@ public struct SpectralHeartRate: Sendable {
     static let maximumWeakRun = 10
     /// Seconds a candidate must hold before it is published (or takes over the track).
     static let acquisitionTicks = 4
+    /// Per-second decay of the acquisition evidence (``acquisitionEvidence``): a memory of ≈ 30 s.
+    static let evidenceDecay = 0.97
+    /// A second's evidence is the best candidate's concentration, at most this: one strong burst of a few seconds
+    /// (which the 4 s rule of ``holdCandidate(_:concentration:)`` judges) cannot make up for persistence.
+    static let evidenceCap = 0.5
+    /// Evidence is summed over ±this many bpm around the candidate: a pulse wanders by a few bpm.
+    static let evidenceReach = 2
+    /// Evidence at which the best candidate is acquired although its runs were broken: at least 12 seconds as the
+    /// best (≥ ``trackingAcceptance``) within ±2 bpm, more the longer they are spread out. Off the wrist (bench/ibi/walk.py
+    /// off-wrist sets, seeds 1–40: 80 recordings) the most any candidate gathered was 4.1, so this is 1.2 × that.
+    static let evidenceThreshold = 5.0
     /// Seconds without a value after which the track is lost and must be acquired again.
     static let maximumHold = 10
     /// ACC level (g, root of summed per-axis variances of the 4 Hz-low-passed ACC over the window) above which the
@@ -110,6 +123,12 @@ public struct SpectralHeartRate: Sendable {
     /// The newest window's own normalised spectrum (``smoothedPower`` before averaging it in): its peak is the
     /// published value when it lies within ``newestPeakReach`` of the averaged spectrum's (``accept(bin:concentration:)``).
     private var newestPower: [Double]
+    /// While the track is lost: per grid bin, the leaky sum (``evidenceDecay`` a second) of the seconds the best
+    /// candidate lay there, each weighted by its concentration (at most ``evidenceCap``). Zero while a track exists.
+    /// Evidence stays in its bin: widened each second so as to follow a moving rate, it chained tones at nearby rates
+    /// seconds apart into a track that no single one of them supports.
+    private var acquisitionEvidence: [Double]
+    private var evidenceLive = false
     private var smoothedWindows = 0
 
     private var track: Double?
@@ -171,6 +190,7 @@ public struct SpectralHeartRate: Sendable {
         self.peakBins = [Int](repeating: 0, count: 16)
         self.smoothedPower = [Double](repeating: 0, count: bins)
         self.newestPower = [Double](repeating: 0, count: bins)
+        self.acquisitionEvidence = [Double](repeating: 0, count: bins)
     }
 
     /// Forgets the signal and the track, as after a reconnect.
@@ -182,6 +202,7 @@ public struct SpectralHeartRate: Sendable {
         self.candidateTicks = 0
         self.weakRun = 0
         self.coastValue = nil
+        self.clearEvidence()
     }
 
     /// The signal was interrupted: the window starts over (8 s before the next value); the track is kept.
@@ -362,6 +383,7 @@ public struct SpectralHeartRate: Sendable {
         }
 
         if let track = self.track {
+            self.clearEvidence()
             for index in 0..<motionCount
             where periodic && abs(self.motionPeaks[index] - track) <= Self.mainLobe + Self.motionHalfWidth {
                 self.trackInCadenceLobe = true
@@ -421,12 +443,43 @@ public struct SpectralHeartRate: Sendable {
         guard let hit = globalHit, hit.concentration >= Self.trackingAcceptance else {
             self.candidate = nil
             self.candidateTicks = 0
+            self.accumulateEvidence(bin: nil, concentration: 0)
             return nil
         }
-        if self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration) {
+        let held = self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration)
+        let evident = self.accumulateEvidence(bin: hit.bin, concentration: hit.concentration)
+        if held || evident {
             return self.accept(bin: hit.bin, concentration: hit.concentration)
         }
         return nil
+    }
+
+    /// One second of acquisition evidence (``acquisitionEvidence``): decays what is there and adds `concentration`
+    /// (capped) at `bin`, the best candidate (nil when none passes ``trackingAcceptance``); true when the evidence
+    /// within ±``evidenceReach`` of `bin` reaches ``evidenceThreshold``. In motion, while the track is lost, the pulse
+    /// is the best candidate in about half the seconds, in runs that seconds of residue break (bench/ibi/walk.py's
+    /// running sets), so the consecutive run ``holdCandidate(_:concentration:)`` needs may never come; a noise peak
+    /// wins one run of seconds and is gone.
+    private mutating func accumulateEvidence(bin: Int?, concentration: Double) -> Bool {
+        let count = self.candidateBins
+        if self.evidenceLive {
+            for b in 0..<count { self.acquisitionEvidence[b] *= Self.evidenceDecay }
+        }
+        guard let bin, bin >= 0, bin < count else { return false }
+        self.evidenceLive = true
+        self.acquisitionEvidence[bin] += min(concentration, Self.evidenceCap)
+        var sum = 0.0
+        for b in max(0, bin - Self.evidenceReach)...min(count - 1, bin + Self.evidenceReach) {
+            sum += self.acquisitionEvidence[b]
+        }
+        return sum >= Self.evidenceThreshold
+    }
+
+    /// Forgets the acquisition evidence (a track exists, or a reset).
+    private mutating func clearEvidence() {
+        guard self.evidenceLive else { return }
+        for b in 0..<self.acquisitionEvidence.count { self.acquisitionEvidence[b] = 0 }
+        self.evidenceLive = false
     }
 
     /// Reads the last 8 s of ACC, once a second (``IBIEngine`` calls it on every tick, before ``estimate()``, whose
