@@ -96,6 +96,8 @@ public struct IBIEngine: Sendable {
     var artefactFilter: MotionArtefactFilter
     /// HR from the artefact-reduced BVP's spectrum, published when clean beats are too few.
     var spectral: SpectralHeartRate
+    /// Level and trend of the published rate; spectral values are published through it (``SpectralTrend``).
+    var spectralTrend = SpectralTrend()
     /// Seconds since the newest clean interval ended beyond which the beat-derived rate no longer seeds the spectral
     /// track (a beat every ≤ 1.5 s at 40 bpm and above, plus the judgement's wait for the next pulse).
     static let freshBeatAge = 2.0
@@ -146,6 +148,7 @@ public struct IBIEngine: Sendable {
         self.heartRate.reset()
         self.artefactFilter.reset()
         self.spectral.reset()
+        self.spectralTrend.reset()
     }
 
     /// The stream was interrupted before the next sample — packets lost, the device restarted its counters — though
@@ -235,13 +238,15 @@ public struct IBIEngine: Sendable {
         let fresh = self.heartRate.ageOfNewest(at: second).map { $0 <= Self.freshBeatAge } ?? false
         if let bpm = beats, fresh {
             self.spectral.seed(beatsPerMinute: bpm)
+            _ = self.spectralTrend.update(bpm, at: second)
             return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
         }
         if let estimate = self.spectral.estimate(), estimate.confidence >= SpectralHeartRate.publishedConfidence {
-            return HeartRateSample(time: second, beatsPerMinute: estimate.beatsPerMinute,
-                                   confidence: estimate.confidence, source: .spectral)
+            let bpm = self.spectralTrend.update(estimate.beatsPerMinute, at: second)
+            return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: estimate.confidence, source: .spectral)
         }
         guard let bpm = beats else { return nil }
+        _ = self.spectralTrend.update(bpm, at: second)
         return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
     }
 
