@@ -236,7 +236,7 @@ extension AgentRuntime {
     /// that no one is connected to: a connected E4 does not advertise, and BlueZ's `RSSI` of a device with a link
     /// is stale.
     func fleetSightings() {
-        guard let fleet = self.fleet, !self.apis.isEmpty else { return }
+        guard self.fleet != nil, !self.apis.isEmpty else { return }
         let now = MonotonicInstant.now
         let devices = self.devices
         // A wristband one of our adapters is connecting or connected is ours: the others' objects are stale.

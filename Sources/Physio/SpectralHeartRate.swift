@@ -443,7 +443,7 @@ public struct SpectralHeartRate: Sendable {
         guard let hit = globalHit, hit.concentration >= Self.trackingAcceptance else {
             self.candidate = nil
             self.candidateTicks = 0
-            self.accumulateEvidence(bin: nil, concentration: 0)
+            _ = self.accumulateEvidence(bin: nil, concentration: 0)
             return nil
         }
         let held = self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration)
