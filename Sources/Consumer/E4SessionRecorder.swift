@@ -196,8 +196,9 @@ public final class E4SessionRecorder {
             ?? SampleGrid(start: Double(session.start), rate: message.rate, columns: message.stream.columns,
                           maximumFillSeconds: self.maximumFill(message.stream))
         let before = grid.droppedBeforeStart
+        let overlapping = grid.droppedOverlapping
         let outcome = grid.place(time: message.start, samples: message.samples)
-        self.counters.droppedSamples += grid.droppedBeforeStart - before
+        self.counters.droppedSamples += grid.droppedBeforeStart - before + grid.droppedOverlapping - overlapping
         switch outcome {
         case .split:
             return false

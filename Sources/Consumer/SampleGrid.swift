@@ -5,8 +5,10 @@
 /// whose first sample's row is the next row is appended. A forward jump of at most
 /// ``maximumFill`` samples (a few packets lost over the air: the agent's clock skips them) is filled by linear
 /// interpolation between the samples on either side (ACC rounded to integers) and counted; each sample still lands
-/// on its own row. Anything else — a longer jump, or a message that starts before the last one ended (the agent
-/// re-anchored its clock) — cannot be placed without shifting samples, so it ends the session: ``Outcome/split``.
+/// on its own row. A step back of less than a sample, whose first sample's nearest row is placed already, drops that
+/// sample (``droppedOverlapping``). Anything else — a longer jump, or a message that starts a sample or more before
+/// the last one ended (the agent re-anchored its clock) — cannot be placed without shifting samples, so it ends the
+/// session: ``Outcome/split``.
 /// At a session's start, samples before `start` are dropped and a late first sample (within ``maximumFill``) is
 /// preceded by copies of itself.
 public struct SampleGrid: Sendable {
@@ -20,6 +22,11 @@ public struct SampleGrid: Sendable {
     public private(set) var filled = 0
     /// Samples dropped because they fell before `start`.
     public private(set) var droppedBeforeStart = 0
+    /// Samples dropped because the clock stepped back by less than a sample and their row was placed already.
+    public private(set) var droppedOverlapping = 0
+    /// How far beyond half a period a sample may lie from its row while the stream's phase is kept, in samples: the
+    /// last bits of a time halfway between two rows.
+    public static let halfwayAllowance = 0.05
     var last: [Double] = []
     /// The first sample's offset from its row, in samples (-0.5…0.5).
     var phase = 0.0
@@ -61,8 +68,6 @@ public struct SampleGrid: Sendable {
                 return .dropped
             }
         }
-        // The stream's phase against the grid is fixed by its first sample; later rows are counted from it, so a
-        // sample halfway between two rows never flips between them with the last bit of its time.
         // A stream's offset against the grid (its phase) is set by its first sample and kept while messages agree
         // with it, so a sample halfway between two rows never flips between them with the last bit of its time. A
         // message that disagrees (the edge re-anchored the stream's clock) sets a new phase: every sample stays on
@@ -70,14 +75,32 @@ public struct SampleGrid: Sendable {
         let exact = position + Double(first)
         var phase = self.phase
         var row = Int((exact - phase).rounded())
-        if self.rows == 0 || abs(exact - phase - Double(row)) > 0.25 {
+        // How far, in samples, this message's first sample lies from where the last message's rows continue.
+        let step = exact - (Double(self.rows) + self.phase)
+        // The phase is kept only while it holds the sample within half a period of its row (and ``halfwayAllowance``
+        // for the last bits of a time halfway between two rows): a clock stepped back by a fraction of a sample must
+        // not leave the stream a row late.
+        if self.rows == 0 || abs(exact - phase - Double(row)) > 0.25
+            || abs(exact - Double(row)) > 0.5 + Self.halfwayAllowance {
             phase = exact - exact.rounded()
             row = Int(exact.rounded())
         }
-        let missing = row - self.rows
+        var missing = row - self.rows
+        if missing == -1 && self.rows > 0 && step > -1 {
+            // The clock stepped back by less than a sample: the first sample's row holds the previous message's last
+            // sample. It is dropped (counted), not shifted; the rest keep their own rows.
+            self.droppedOverlapping += 1
+            first += 1
+            row += 1
+            missing = 0
+            guard first < count else {
+                self.phase = phase
+                return .rows([], filled: 0)
+            }
+        }
         if missing < 0 { return .split }
         if missing > self.maximumFill { return self.rows == 0 ? .dropped : .split }
-        self.droppedBeforeStart += first
+        if self.rows == 0 { self.droppedBeforeStart += first }
         self.phase = phase
         var out: [Double] = []
         out.reserveCapacity((missing + count - first) * self.columns)

@@ -53,4 +53,23 @@ import Testing
         var late = SampleGrid(start: 100, rate: 4, columns: 1, maximumFillSeconds: 1)
         #expect(late.place(time: 103, samples: [7]) == .dropped)
     }
+
+    @Test func aClockSteppedBackByAFractionOfASampleDropsOneSampleAndShiftsNone() {
+        // The CI failure of test_a_broker_restart_loses_no_sample_of_the_session: a stream at phase −0.34 of a
+        // sample, then the edge's clock stepped back by 0.21 of a sample. Keeping the phase put every later sample
+        // a row late, 0.56 of a sample from its own time. Here: phase −0.4, a step back of 0.2. The one sample whose
+        // nearest row is taken is dropped and counted; every other sample lies on the row nearest its time.
+        var grid = SampleGrid(start: 0, rate: 4, columns: 1, maximumFillSeconds: 1)
+        #expect(grid.place(time: -0.4 / 4, samples: [0, 1, 2]) == .rows([0, 1, 2], filled: 0))
+        #expect(grid.place(time: 2.6 / 4, samples: [3, 4]) == .rows([3, 4], filled: 0))
+        // Expected next at 4.6 (row 5); stepped back to 4.4: nearest row 4, which holds sample 4.
+        #expect(grid.place(time: 4.4 / 4, samples: [5, 6, 7]) == .rows([6, 7], filled: 0))
+        #expect(grid.droppedOverlapping == 1)
+        #expect(grid.rows == 7)  // 6 at 5.4 on row 5, 7 at 6.4 on row 6
+        // The new phase holds: the next message continues without a drop.
+        #expect(grid.place(time: 7.4 / 4, samples: [8]) == .rows([8], filled: 0))
+        #expect(grid.droppedOverlapping == 1)
+        // A step back of more than a sample still splits.
+        #expect(grid.place(time: 6.9 / 4, samples: [9]) == .split)
+    }
 }
