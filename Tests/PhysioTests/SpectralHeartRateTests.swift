@@ -272,8 +272,8 @@ extension SpectralHeartRateLagTests {
     }
 
     @Test func staleBeatsAtARunsOnsetGiveWayToTheSpectrum() {
-        // The clean beats stop when the run starts; the beat-derived rate (10 s of beats) stays published for a few
-        // seconds at the resting rate, and seeding the spectral track with it held the track at 90 while the heart
+        // The clean beats stop when the run starts; the beat-derived rate (the last 5 s of beats; 10 s when this was
+        // written) stays published for a few seconds at the resting rate, and seeding the spectral track with it held the track at 90 while the heart
         // rose: the track was lost at 52 s, nothing published until 70 s. Beats older than 2 s now give way to the
         // spectrum, which then follows the rise.
         let values = self.onset().filter { $0.time >= 42 && $0.time < 70 && $0.sample != nil }

@@ -14,7 +14,7 @@ Sets: e4-msr2023 and e4-stresspredict S01/S06/S08/S33 (reference: Empatica's IBI
 Empatica emitted beats, i.e. mostly still time; Empatica's HR.csv is PPG-derived too and is scored, not used, as a
 reference), and the walking/running sets of walk.py (reference: the exact beat truth, HRREF.csv; the stride-* sets swing the
 arm at half the step rate, as a real arm does). Peers' HR is
-60 / mean of their IBIs that ended in the last 10 s when they cover >= 5 s (our beat rule); NeuroKit2 keeps every
+60 / mean of their IBIs that ended in the last 5 s when they cover >= 2.5 s (our beat rule); NeuroKit2 keeps every
 peak pair, HeartPy its accepted ones. "offwrist-walk" and "offwrist-stride-run" have no pulse: availability there is what was published
 (lower is right), with the largest confidence of ours.
 """
@@ -27,6 +27,8 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Seconds of IBIs the peers' HR averages: the engine's IBIConfiguration.heartRateWindow.
+BEAT_WINDOW = 5.0
 
 
 def bvp_start(path):
@@ -50,8 +52,8 @@ def peer_hr(beats_csv, start, duration, out):
     t, ibi = t[ok], ibi[ok]
     values = []
     for k in range(int(duration)):
-        m = (t > k - 10) & (t <= k)
-        values.append(60 * m.sum() / ibi[m].sum() if m.sum() and ibi[m].sum() >= 5 else 0.0)
+        m = (t > k - BEAT_WINDOW) & (t <= k)
+        values.append(60 * m.sum() / ibi[m].sum() if m.sum() and ibi[m].sum() >= BEAT_WINDOW / 2 else 0.0)
     write_hr(out, start, duration, values)
 
 
