@@ -93,12 +93,15 @@ class Consumer:
         self.lock = threading.Lock()
         self.messages = []
         self.connected = threading.Event()
+        # Set once the broker has acknowledged the subscription of the current connection.
+        self.subscribed = threading.Event()
         self.connects = 0
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
         self.client.max_inflight_messages_set(100)
         self.client.reconnect_delay_set(min_delay=0.05, max_delay=0.05)
         self.client.on_connect = self._on_connect
-        self.client.on_disconnect = lambda *args: self.connected.clear()
+        self.client.on_disconnect = self._on_disconnect
+        self.client.on_subscribe = lambda *args: self.subscribed.set()
         self.client.on_message = self._on_message
         self.client.connect_async("127.0.0.1", port, keepalive=30)
         self.client.loop_start()
@@ -109,6 +112,10 @@ class Consumer:
             self.connects += 1
             client.subscribe(PREFIX + "/#", qos=1)
             self.connected.set()
+
+    def _on_disconnect(self, *args):
+        self.connected.clear()
+        self.subscribed.clear()
 
     def _on_message(self, client, userdata, message):
         with self.lock:

@@ -27,6 +27,7 @@ EMPALINK_FLEET=off runs the same ward with `[fleet]` left out (all three agents 
 import csv
 import json
 import os
+import signal
 import pathlib
 import time
 import tomllib
@@ -100,8 +101,20 @@ def test_a_ward_of_three_boards():
             spooling = {n: (ward.boards[n].request() or {}).get("metrics", {}).get("spool", {}).get("records")
                         for n in ("a", "b")}
             sleep_until(ward, BROKER_UP_T)
-            ward.broker.start()
-            wait_until(ward.consumer.connected.is_set, 10, "the consumer back on the broker")
+            # The broker keeps no session (persistence false): what a board publishes before the consumer has
+            # subscribed again is lost to the consumer, by the rig's making, not the boards'. A board whose
+            # reconnect attempt fell within the consumer's 50 ms retry came back first (CI, 5dd9723). So the
+            # running boards are stopped (SIGSTOP: nothing lost, their loops resume where they were) until the
+            # consumer's subscription is acknowledged.
+            paused = [ward.boards[n].process for n in BOARDS if ward.boards[n].running()]
+            for process in paused:
+                process.send_signal(signal.SIGSTOP)
+            try:
+                ward.broker.start()
+                wait_until(ward.consumer.subscribed.is_set, 10, "the consumer subscribed again")
+            finally:
+                for process in paused:
+                    process.send_signal(signal.SIGCONT)
 
             sleep_until(ward, RESTART_T + 0.2)
             ward.boards["c"].start()
