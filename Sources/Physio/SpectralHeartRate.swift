@@ -10,7 +10,9 @@
 /// or a third of its rate holding at least `1 / k²` of its power stands for that peak, its fundamental
 /// (``fundamental(of:)``). A candidate's *concentration* is the share of the band's non-motion power within ±12 bpm
 /// of it and of its second harmonic (the Hann main lobe of an 8 s window is ±15 bpm), counted without the harmonic
-/// when its own lobe holds less than 0.4 of the harmonic's (a sub-harmonic).
+/// when its own lobe holds less than 0.4 of the harmonic's (a sub-harmonic). On a track, beside the cadence (the
+/// accelerometer's own peaks while the wrist moves periodically), the part of the lobe the mask hides is made up for
+/// by the window's lobe shape, by at most 4/3 (``isBesideTheCadence(_:)``).
 ///
 /// - Acquiring (start, reset, track lost): the best non-motion candidate must stay within ±5 bpm from second to
 ///   second for 4 s with concentration ≥ 0.55 throughout, or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
@@ -92,6 +94,11 @@ public struct SpectralHeartRate: Sendable {
     /// Half-width, bpm, of an 8 s Hann window's main lobe (2 bins of 1/8 Hz = 0.25 Hz = 15 bpm): a pulse closer than
     /// this plus ``motionHalfWidth`` to a motion peak shares that peak's lobe and cannot be resolved from it.
     static let mainLobe = 15.0
+    /// Beside the cadence, the smallest share of a candidate's lobe the mask may be taken to have left
+    /// (``concentration(at:clean:)``): the lobe's power is scaled up by at most 4/3. With 1/2 (up to twice),
+    /// applied while the track was lost too, a no-pulse walking recording published 42 s, up to confidence 0.97
+    /// (round 13, Docs/ibi.md).
+    static let besideCadenceLeast = 0.75
 
     private let size: Int
     private let bvpFactor: Int
@@ -113,6 +120,9 @@ public struct SpectralHeartRate: Sendable {
 
     private let coefficients: [Double]
     private let hann: [Double]
+    /// The Hann window's power response 0…12 bpm from a tone (index: the offset in bpm), 1 at 0: how a pulse's power
+    /// spreads over the ±12 bpm a candidate's lobe counts (``concentration(at:clean:)``). Computed in `init`.
+    private let lobeShape: [Double]
     private var scratch: [Double]
     private var bvpPower: [Double]
     private var accPower: [Double]
@@ -182,6 +192,19 @@ public struct SpectralHeartRate: Sendable {
             hann[index] = 0.5 - 0.5 * Self.cos(2 * Double.pi * Double(index) / Double(self.size - 1))
         }
         self.hann = hann
+        var lobeShape = [Double](repeating: 0, count: 13)
+        for offset in 0..<13 {
+            let step = 2 * Double.pi * Double(offset) / 60 / rate
+            var re = 0.0, im = 0.0
+            for index in 0..<self.size {
+                re += hann[index] * Self.cos(step * Double(index))
+                im += hann[index] * Self.cos(step * Double(index) - Double.pi / 2)
+            }
+            lobeShape[offset] = re * re + im * im
+        }
+        let peak = lobeShape[0] > 0 ? lobeShape[0] : 1
+        for offset in 0..<13 { lobeShape[offset] /= peak }
+        self.lobeShape = lobeShape
         self.scratch = [Double](repeating: 0, count: self.size)
         self.bvpPower = [Double](repeating: 0, count: bins)
         self.accPower = [Double](repeating: 0, count: bins)
@@ -621,13 +644,23 @@ public struct SpectralHeartRate: Sendable {
 
     /// Share of the non-motion power within ±12 bpm of `bin` and of its second harmonic: a pulse puts its power
     /// in both (the first difference weights the harmonic up), noise in neither.
+    ///
+    /// Beside the cadence (``isBesideTheCadence(_:)``) the ±4 bpm mask hides part of the candidate's own lobe: its
+    /// power there is counted as the share of the window's lobe (``lobeShape``) a pulse at `bin` would show in the bins
+    /// left, at most 1 / ``besideCadenceLeast`` times what is seen.
     private func concentration(at bin: Int, clean: Double) -> Double {
         guard clean > 0 else { return 0 }
         let bins = self.candidateBins
-        var lobe = 0.0
-        for b in max(0, bin - 12)...min(bins - 1, bin + 12) where !self.motionMask[b] {
+        let beside = self.isBesideTheCadence(bin)
+        var lobe = 0.0, seen = 0.0, whole = 0.0
+        for b in max(0, bin - 12)...min(bins - 1, bin + 12) {
+            let shape = self.lobeShape[abs(b - bin)]
+            whole += shape
+            guard !self.motionMask[b] else { continue }
             lobe += self.bvpPower[b]
+            seen += shape
         }
+        if beside, seen > 0, whole > 0 { lobe /= max(seen / whole, Self.besideCadenceLeast) }
         let harmonic = 2 * (Self.lowestBPM + bin) - Self.lowestBPM
         var upper = 0.0
         if harmonic - 12 < bins {
@@ -673,6 +706,24 @@ public struct SpectralHeartRate: Sendable {
             current = best.bin
         }
         return current
+    }
+
+    /// Whether the candidate at `bin`, on a track, lies within a lobe (12 bpm) plus the mask of the accelerometer's
+    /// own peaks while the wrist moves periodically, and of none of the harmonics the mask adds for them. Beside a
+    /// harmonic the candidate may itself be the harmonic of a pulse the cadence hides (bench/ibi/walk.py
+    /// walk-cadence-hr: the heart on the cadence, its 2nd harmonic beside the cadence's); while the track is lost, or
+    /// beside everyday movement that is not periodic, the correction found residue as well as pulses (round 13,
+    /// Docs/ibi.md).
+    private func isBesideTheCadence(_ bin: Int) -> Bool {
+        let fundamentals = self.motionCount / 3
+        guard fundamentals > 0, self.periodic, self.track != nil else { return false }
+        let bpm = Double(Self.lowestBPM + bin)
+        var found = false
+        for index in 0..<self.motionCount where abs(self.motionPeaks[index] - bpm) <= 12 + Self.motionHalfWidth {
+            if index >= fundamentals { return false }
+            found = true
+        }
+        return found
     }
 
     /// Power within ±4 bpm of `bin`.

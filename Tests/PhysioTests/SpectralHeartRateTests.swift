@@ -187,6 +187,31 @@ import TestSupport
         #expect(near.count >= 85)  // truth within 19 bpm of the cadence: 95 s
     }
 
+    @Test func followsAPulseBesideTheCadenceAsAPeakOfItsOwn() {
+        // Clean at rest, then running at 150 steps a minute with the heart at 159–161 and an artefact 3 × the pulse:
+        // 10 bpm above the cadence, beside its ±4 bpm mask, which hides the lower part of the pulse's lobe. Counted
+        // without that part the pulse's concentration fell below the tracking bar in a quarter of the seconds
+        // (seeds 7, 3, 5: 84, 69 and 79 of 105 seconds above the lowest confidence, 232 in all), which only
+        // coasting and weak peaks bridged, for 10 s at most (bench/ibi/walk.py run-cadence-hr lost its track this
+        // way). Counted as the share a pulse there would show: 98, 86, 86 (270).
+        var followed = 0
+        for seed: UInt64 in [7, 3, 5] {
+            let signal = MotionSignal(heartRate: { 160 + sin($0 / 10) }, cadence: 2.5, swingStart: 30, swingG: 1.0,
+                                      artefactRatio: 3.0, wobble: 0.3, seed: seed)
+            var engine = IBIEngine()
+            let values = signal.run(&engine, duration: 150).ticks.filter { $0.time >= 45 && $0.sample != nil }
+            #expect(values.count >= 100, "seed \(seed): \(values.count) values of 105")
+            #expect(self.meanError(values) < 2, "seed \(seed)")
+            followed += values.filter { $0.sample!.confidence > SpectralHeartRate.publishedConfidence }.count
+        }
+        #expect(followed >= 255, "\(followed) of 315 seconds above the lowest confidence")
+        // Without the pulse the same run publishes nothing above the merged-peak confidence.
+        let off = MotionSignal(heartRate: { 160 + sin($0 / 10) }, cadence: 2.5, swingStart: 30, swingG: 1.0,
+                               artefactRatio: 3.0, wobble: 0.3, pulse: false)
+        var offEngine = IBIEngine()
+        #expect(off.run(&offEngine, duration: 150).ticks.allSatisfy { ($0.sample?.confidence ?? 0) <= 0.3 })
+    }
+
     @Test func publishesNothingConfidentAfterThePulseVanishesMidRun() {
         // Running with the heart near the cadence (coasting is allowed there), then the wristband slips off: the
         // accelerometer still swings, the PPG shows only the motion. Once the window holds no pulse nothing above
