@@ -11,8 +11,9 @@
 /// (``fundamental(of:)``). A candidate's *concentration* is the share of the band's non-motion power within ±12 bpm
 /// of it and of its second harmonic (the Hann main lobe of an 8 s window is ±15 bpm), counted without the harmonic
 /// when its own lobe holds less than 0.4 of the harmonic's (a sub-harmonic). On a track, beside the cadence (the
-/// accelerometer's own peaks while the wrist moves periodically), the part of the lobe the mask hides is made up for
-/// by the window's lobe shape, by at most 4/3 (``isBesideTheCadence(_:)``).
+/// accelerometer's own peaks while the wrist moves periodically; within 12 bpm of the track, also a harmonic the mask
+/// adds that is an accelerometer peak too, as a stride-rate swing's step), the part of the lobe the mask hides is
+/// made up for by the window's lobe shape, by at most 4/3 (``isBesideTheCadence(_:)``).
 ///
 /// - Acquiring (start, reset, track lost): the best non-motion candidate must stay within ±5 bpm from second to
 ///   second for 4 s with concentration ≥ 0.55 throughout, or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
@@ -714,13 +715,28 @@ public struct SpectralHeartRate: Sendable {
     /// walk-cadence-hr: the heart on the cadence, its 2nd harmonic beside the cadence's); while the track is lost, or
     /// beside everyday movement that is not periodic, the correction found residue as well as pulses (round 13,
     /// Docs/ibi.md).
+    ///
+    /// A harmonic that is also a peak of the accelerometer's own (within the mask: an arm swinging once a stride shows
+    /// the step, the swing's 2nd harmonic, as a peak) does not count against a candidate within 12 bpm of the track:
+    /// there the track, not the spectrum, says which of the two the candidate is. Farther out, such a candidate could
+    /// take the track over as the pulse's 2nd harmonic beside the cadence's (walking: bench/ibi/walk.py walk-65 MAE
+    /// 1.00 → 4.93) or jump to it from a track 10 s old (stride-run-75: 123 → 155 with the heart at 130; round 14).
     private func isBesideTheCadence(_ bin: Int) -> Bool {
         let fundamentals = self.motionCount / 3
-        guard fundamentals > 0, self.periodic, self.track != nil else { return false }
+        guard fundamentals > 0, self.periodic, let track = self.track else { return false }
         let bpm = Double(Self.lowestBPM + bin)
+        let nearTrack = abs(bpm - track) <= 12
         var found = false
         for index in 0..<self.motionCount where abs(self.motionPeaks[index] - bpm) <= 12 + Self.motionHalfWidth {
-            if index >= fundamentals { return false }
+            if index >= fundamentals {
+                guard nearTrack else { return false }
+                var ownPeak = false
+                for own in 0..<fundamentals
+                where abs(self.motionPeaks[own] - self.motionPeaks[index]) <= Self.motionHalfWidth {
+                    ownPeak = true
+                }
+                guard ownPeak else { return false }
+            }
             found = true
         }
         return found

@@ -212,6 +212,51 @@ import TestSupport
         #expect(off.run(&offEngine, duration: 150).ticks.allSatisfy { ($0.sample?.confidence ?? 0) <= 0.3 })
     }
 
+    /// The estimator alone, seeded on a pulse at `pulse` bpm (amplitude 80, or none), the wrist swinging once a
+    /// stride at `swing` /min: ACC x and the PPG's artefact (`artefact` in amplitude) both hold the swing and 0.8 × its
+    /// 2nd harmonic, the step; white noise of `noise` × 80. Every value from 15 to 40 s (0 for none).
+    func strideConfidences(pulse: Double, swing: Double, artefact: Double, noise: Double,
+                           amplitude: Double = 80) -> [Double] {
+        var estimator = SpectralHeartRate()
+        var random = SplitMix64(seed: 5)
+        var confidences: [Double] = []
+        for index in 0..<(40 * 64) {
+            let t = Double(index) / 64
+            let s = 2 * .pi * swing / 60 * t
+            let white = noise * 80 * (Double(random.next() % 1000) / 500 - 1)
+            let motion = sin(s + 1.1) + 0.8 * sin(2 * s + 2.0)
+            estimator.appendBVP(amplitude * sin(2 * .pi * pulse / 60 * t) + artefact * motion + white)
+            if index % 2 == 0 { estimator.appendACC(x: (8 + 64 * (sin(s) + 0.8 * sin(2 * s))).rounded(), y: -4, z: 62) }
+            if index % 64 == 63 {
+                if index < 64 * 9 { estimator.seed(beatsPerMinute: pulse) }
+                let value = estimator.estimate()
+                if index / 64 >= 15 { confidences.append(value?.confidence ?? 0) }
+            }
+        }
+        return confidences
+    }
+
+    @Test func followsAPulseBesideTheStepAsAPeakOfItsOwn() {
+        // An arm that swings once a stride (87 /min) puts the step (174 /min) into ACC as a peak of its own, which is
+        // also the swing's 2nd harmonic. A running heart at 162–166 sits beside it, its lobe partly under the step's
+        // ±4 bpm mask. The accelerometer shows the step itself, so the lobe is made up for as beside any cadence.
+        // Refused because a harmonic lay there too: mean confidence 0.481 / 0.485 / 0.486 at the three noise levels,
+        // and bench/ibi/walk.py stride-run-95 lost its track for minutes. Made up for: 0.523 / 0.526 / 0.539.
+        var means: [Double] = []
+        for noise in [0.5, 1.0, 2.0] {
+            var sum = 0.0
+            for pulse in [162.0, 163.0, 164.0, 165.0, 166.0] {
+                let values = self.strideConfidences(pulse: pulse, swing: 87, artefact: 120, noise: noise)
+                sum += values.reduce(0, +) / Double(values.count)
+            }
+            means.append(sum / 5)
+            // Without the pulse nothing comes out above a hold of the seeded value.
+            let off = self.strideConfidences(pulse: 164, swing: 87, artefact: 120, noise: noise, amplitude: 0)
+            #expect(off.allSatisfy { $0 <= SpectralHeartRate.publishedConfidence }, "noise \(noise)")
+        }
+        #expect(means.allSatisfy { $0 >= 0.505 }, "\(means)")
+    }
+
     @Test func publishesNothingConfidentAfterThePulseVanishesMidRun() {
         // Running with the heart near the cadence (coasting is allowed there), then the wristband slips off: the
         // accelerometer still swings, the PPG shows only the motion. Once the window holds no pulse nothing above
