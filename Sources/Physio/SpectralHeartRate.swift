@@ -10,13 +10,14 @@
 /// or a third of its rate holding at least `1 / k²` of its power stands for that peak, its fundamental
 /// (``fundamental(of:)``). A candidate's *concentration* is the share of the band's non-motion power within ±12 bpm
 /// of it and of its second harmonic (the Hann main lobe of an 8 s window is ±15 bpm), counted without the harmonic
-/// when its own lobe holds less than 0.4 of the harmonic's (a sub-harmonic). On a track, beside the cadence (the
-/// accelerometer's own peaks while the wrist moves periodically; within 12 bpm of the track, also a harmonic the mask
-/// adds that is an accelerometer peak too, as a stride-rate swing's step), the part of the lobe the mask hides is
-/// made up for by the window's lobe shape, by at most 4/3 (``isBesideTheCadence(_:)``).
+/// when its own lobe holds less than 0.4 of the harmonic's (a sub-harmonic). Beside the cadence (the accelerometer's
+/// own peaks while the wrist moves periodically; within 12 bpm of a track, also a harmonic the mask adds that is an
+/// accelerometer peak too, as a stride-rate swing's step), the part of the lobe the mask hides is made up for by the
+/// window's lobe shape, by at most 4/3 (``isBesideTheCadence(_:)``); while the track is lost, the 4 s acquisition
+/// rule below judges the concentration without it.
 ///
 /// - Acquiring (start, reset, track lost): the best non-motion candidate must stay within ±5 bpm from second to
-///   second for 4 s with concentration ≥ 0.55 throughout, or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
+///   second for 4 s with concentration ≥ 0.55 throughout (uncorrected beside the cadence), or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
 ///   and the averaging adds a few: a noise peak lasts ≈ 10 s, a pulse stays); or, its runs broken, gather enough
 ///   *evidence*: the seconds it was the best candidate (≥ 0.35) within ±2 bpm, weighted by concentration (capped at
 ///   0.5) and decayed by 0.97 a second, reach 5 (``evidenceThreshold``).
@@ -96,9 +97,9 @@ public struct SpectralHeartRate: Sendable {
     /// this plus ``motionHalfWidth`` to a motion peak shares that peak's lobe and cannot be resolved from it.
     static let mainLobe = 15.0
     /// Beside the cadence, the smallest share of a candidate's lobe the mask may be taken to have left
-    /// (``concentration(at:clean:)``): the lobe's power is scaled up by at most 4/3. With 1/2 (up to twice),
-    /// applied while the track was lost too, a no-pulse walking recording published 42 s, up to confidence 0.97
-    /// (round 13, Docs/ibi.md).
+    /// (``concentration(at:clean:corrected:)``): the lobe's power is scaled up by at most 4/3. With 1/2 (up to
+    /// twice), applied while the track was lost too, a no-pulse walking recording published 42 s, up to confidence
+    /// 0.97 (round 13, Docs/ibi.md).
     static let besideCadenceLeast = 0.75
 
     private let size: Int
@@ -122,7 +123,7 @@ public struct SpectralHeartRate: Sendable {
     private let coefficients: [Double]
     private let hann: [Double]
     /// The Hann window's power response 0…12 bpm from a tone (index: the offset in bpm), 1 at 0: how a pulse's power
-    /// spreads over the ±12 bpm a candidate's lobe counts (``concentration(at:clean:)``). Computed in `init`.
+    /// spreads over the ±12 bpm a candidate's lobe counts (``concentration(at:clean:corrected:)``). Computed in `init`.
     private let lobeShape: [Double]
     private var scratch: [Double]
     private var bvpPower: [Double]
@@ -470,7 +471,8 @@ public struct SpectralHeartRate: Sendable {
             _ = self.accumulateEvidence(bin: nil, concentration: 0)
             return nil
         }
-        let held = self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration)
+        let plain = self.concentration(at: hit.bin, clean: clean, corrected: false)
+        let held = self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: plain)
         let evident = self.accumulateEvidence(bin: hit.bin, concentration: hit.concentration)
         if held || evident {
             return self.accept(bin: hit.bin, concentration: hit.concentration)
@@ -648,11 +650,11 @@ public struct SpectralHeartRate: Sendable {
     ///
     /// Beside the cadence (``isBesideTheCadence(_:)``) the ±4 bpm mask hides part of the candidate's own lobe: its
     /// power there is counted as the share of the window's lobe (``lobeShape``) a pulse at `bin` would show in the bins
-    /// left, at most 1 / ``besideCadenceLeast`` times what is seen.
-    private func concentration(at bin: Int, clean: Double) -> Double {
+    /// left, at most 1 / ``besideCadenceLeast`` times what is seen; not with `corrected` false.
+    private func concentration(at bin: Int, clean: Double, corrected: Bool = true) -> Double {
         guard clean > 0 else { return 0 }
         let bins = self.candidateBins
-        let beside = self.isBesideTheCadence(bin)
+        let beside = corrected && self.isBesideTheCadence(bin)
         var lobe = 0.0, seen = 0.0, whole = 0.0
         for b in max(0, bin - 12)...min(bins - 1, bin + 12) {
             let shape = self.lobeShape[abs(b - bin)]
@@ -709,12 +711,13 @@ public struct SpectralHeartRate: Sendable {
         return current
     }
 
-    /// Whether the candidate at `bin`, on a track, lies within a lobe (12 bpm) plus the mask of the accelerometer's
-    /// own peaks while the wrist moves periodically, and of none of the harmonics the mask adds for them. Beside a
-    /// harmonic the candidate may itself be the harmonic of a pulse the cadence hides (bench/ibi/walk.py
-    /// walk-cadence-hr: the heart on the cadence, its 2nd harmonic beside the cadence's); while the track is lost, or
-    /// beside everyday movement that is not periodic, the correction found residue as well as pulses (round 13,
-    /// Docs/ibi.md).
+    /// Whether the candidate at `bin` lies within a lobe (12 bpm) plus the mask of the accelerometer's own peaks while
+    /// the wrist moves periodically, and of none of the harmonics the mask adds for them. Beside a harmonic the
+    /// candidate may itself be the harmonic of a pulse the cadence hides (bench/ibi/walk.py walk-cadence-hr: the heart
+    /// on the cadence, its 2nd harmonic beside the cadence's); beside everyday movement that is not periodic, the
+    /// correction found residue as well as pulses (round 13, Docs/ibi.md). While the track is lost it applies too
+    /// (round 15), but the 4 s acquisition rule judges the uncorrected concentration: judged corrected, a no-pulse
+    /// walking recording was acquired in 4 s at 0.55–0.64 beside a 106 /min cadence and published 11 s.
     ///
     /// A harmonic that is also a peak of the accelerometer's own (within the mask: an arm swinging once a stride shows
     /// the step, the swing's 2nd harmonic, as a peak) does not count against a candidate within 12 bpm of the track:
@@ -723,9 +726,9 @@ public struct SpectralHeartRate: Sendable {
     /// 1.00 → 4.93) or jump to it from a track 10 s old (stride-run-75: 123 → 155 with the heart at 130; round 14).
     private func isBesideTheCadence(_ bin: Int) -> Bool {
         let fundamentals = self.motionCount / 3
-        guard fundamentals > 0, self.periodic, let track = self.track else { return false }
+        guard fundamentals > 0, self.periodic else { return false }
         let bpm = Double(Self.lowestBPM + bin)
-        let nearTrack = abs(bpm - track) <= 12
+        let nearTrack = self.track.map { abs(bpm - $0) <= 12 } ?? false
         var found = false
         for index in 0..<self.motionCount where abs(self.motionPeaks[index] - bpm) <= 12 + Self.motionHalfWidth {
             if index >= fundamentals {
