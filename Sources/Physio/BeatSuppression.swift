@@ -21,4 +21,7 @@ public enum BeatSuppression: Sendable, Equatable {
     /// or one of its harmonics: the arm swing's artefact is as periodic as a pulse and, shaped like one, passes every
     /// other check (off the wrist it is all the PPG shows), so such an interval is no evidence of a beat.
     case cadence
+    /// At rest, the PPG showed no pulse (``PulsePresence``): its slope has not repeated itself at the rhythm's interval
+    /// for 15 s, as sensor noise without skin contact does not, whose upstrokes can pass every other check.
+    case noPulse
 }

@@ -136,6 +136,10 @@ extension IBIEngine {
                                    shift: strictness * configuration.maximumRhythmShift)
         {
             suppression = .irregular
+        } else if !moving && !self.presence.isPresent(at: footTime) {
+            // No pulse in the PPG at rest: sensor noise without skin contact, whose upstrokes pass the lax checks
+            // above (``PulsePresence``).
+            suppression = .noPulse
         } else if self.motion.lastMildMotion >= previous
             && self.spectral.coincidesWithCadence(interval: interval, error: 2 / self.sampleRate)
         {

@@ -98,6 +98,8 @@ public struct IBIEngine: Sendable {
     var spectral: SpectralHeartRate
     /// Level and trend of the published rate; spectral values are published through it (``SpectralTrend``).
     var spectralTrend = SpectralTrend()
+    /// Whether the PPG carries a pulse at all (no skin contact: sensor noise only).
+    var presence: PulsePresence
     /// Seconds since the newest clean interval ended beyond which the beat-derived rate no longer seeds the spectral
     /// track (a beat every ≤ 1.5 s at 40 bpm and above, plus the judgement's wait for the next pulse).
     static let freshBeatAge = 2.0
@@ -124,6 +126,7 @@ public struct IBIEngine: Sendable {
                                                    accCountsPerG: configuration.accCountsPerG)
         self.spectral = SpectralHeartRate(bvpRate: rate, accRate: configuration.accRate,
                                           accCountsPerG: configuration.accCountsPerG)
+        self.presence = PulsePresence(rate: rate)
     }
 
     /// Forgets everything, as after a reconnect: the next interval comes after a new warm-up.
@@ -149,6 +152,7 @@ public struct IBIEngine: Sendable {
         self.artefactFilter.reset()
         self.spectral.reset()
         self.spectralTrend.reset()
+        self.presence.reset()
     }
 
     /// The stream was interrupted before the next sample — packets lost, the device restarted its counters — though
@@ -194,6 +198,7 @@ public struct IBIEngine: Sendable {
                 self.restartChain()
                 self.settledAfter = time + self.configuration.settlingAfterGap
                 self.spectral.gap()
+                self.presence.gap()
             }
         } else {
             self.interrupted = false
@@ -221,6 +226,7 @@ public struct IBIEngine: Sendable {
         let slope = filtered - self.previousFiltered
         self.previousFiltered = filtered
         self.slopes.append(slope)
+        self.presence.append(slope)
         let index = self.raw.total - 1
         if let beat = self.judgePendingIfComplete(index: index) { self.enqueue(beat, now: time) }
         if let beat = self.detect(slope: slope, index: index) { self.enqueue(beat, now: time) }
@@ -232,6 +238,8 @@ public struct IBIEngine: Sendable {
     /// the spectrum otherwise, nothing when neither has a value (``SpectralHeartRate``).
     mutating func heartRateTick(at second: Double) -> HeartRateSample? {
         self.spectral.analyseMotion()
+        self.presence.update(at: second, interval: self.typicalInterval,
+                             still: self.motion.lastMovement < second - PulsePresence.windowSeconds)
         let beats = self.heartRate.heartRate(at: second)
         // Beats whose newest is older than ``freshBeatAge`` are stale (at the onset of a run the heart rises while
         // the clean beats stop): they do not seed the spectral track, and its value, when it has one, goes first.
@@ -241,7 +249,13 @@ public struct IBIEngine: Sendable {
             _ = self.spectralTrend.update(bpm, at: second)
             return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
         }
-        if let estimate = self.spectral.estimate(), estimate.confidence >= SpectralHeartRate.publishedConfidence {
+        // At rest a spectral value needs a pulse in the PPG (``PulsePresence``): without skin contact the spectrum of
+        // sensor noise can hold a peak as concentrated as a pulse's. While the wrist moves the slope carries the motion
+        // too, and the spectral estimator's own rules for a PPG without a pulse apply.
+        let still = self.motion.lastMovement < second - self.configuration.maximumInterval
+            - self.configuration.motionHoldoff
+        if let estimate = self.spectral.estimate(), estimate.confidence >= SpectralHeartRate.publishedConfidence,
+           !still || self.presence.isPresent(at: second) {
             let bpm = self.spectralTrend.update(estimate.beatsPerMinute, at: second)
             return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: estimate.confidence, source: .spectral)
         }
