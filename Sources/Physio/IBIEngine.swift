@@ -251,7 +251,8 @@ public struct IBIEngine: Sendable {
         }
         // At rest a spectral value needs a pulse in the PPG (``PulsePresence``): without skin contact the spectrum of
         // sensor noise can hold a peak as concentrated as a pulse's. While the wrist moves the slope carries the motion
-        // too, and the spectral estimator's own rules for a PPG without a pulse apply.
+        // too, and the spectral estimator's own rules for a PPG without a pulse apply. A track the estimator holds at
+        // rest without a pulse is the noise's: it is dropped, so that it does not carry into motion as a pulse.
         let still = self.motion.lastMovement < second - self.configuration.maximumInterval
             - self.configuration.motionHoldoff
         if let estimate = self.spectral.estimate(), estimate.confidence >= SpectralHeartRate.publishedConfidence,
@@ -259,6 +260,7 @@ public struct IBIEngine: Sendable {
             let bpm = self.spectralTrend.update(estimate.beatsPerMinute, at: second)
             return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: estimate.confidence, source: .spectral)
         }
+        if still && !self.presence.isPresent(at: second) { self.spectral.forgetTrack() }
         guard let bpm = beats else { return nil }
         _ = self.spectralTrend.update(bpm, at: second)
         return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)

@@ -17,10 +17,14 @@
 /// rule below judges the concentration without it.
 ///
 /// - Acquiring (start, reset, track lost): the best non-motion candidate must stay within ±5 bpm from second to
-///   second for 4 s with concentration ≥ 0.55 throughout (uncorrected beside the cadence), or for 12 s with ≥ 0.35 (consecutive windows share 7 s,
-///   and the averaging adds a few: a noise peak lasts ≈ 10 s, a pulse stays); or, its runs broken, gather enough
-///   *evidence*: the seconds it was the best candidate (≥ 0.35) within ±2 bpm, weighted by concentration (capped at
-///   0.5) and decayed by 0.97 a second, reach 5 (``evidenceThreshold``).
+///   second for 4 s with concentration ≥ 0.55 throughout (uncorrected beside the cadence), or for 12 s with ≥ 0.35
+///   (consecutive windows share 7 s, and the averaging adds a few: a noise peak lasts ≈ 10 s, a pulse stays); or,
+///   its runs broken, gather enough *evidence*: the seconds it was the best candidate (≥ 0.35) within ±2 bpm,
+///   weighted by concentration (capped at 0.5) and decayed by 0.97 a second, reach 5 (``evidenceThreshold``).
+/// - Probation: a track acquired (or taken over) from the spectrum while the wrist moves publishes at most 0.3 for
+///   its first 10 s (``probationSeconds``). The first difference tilts a broadband wobble's power toward the top of
+///   the band, where a peak of that noise can pass the 12 s rule off the wrist; a pulse outlasts the probation, a
+///   noise peak does not. A track seeded by beats is not on probation.
 /// - Tracking: the best non-motion candidate within ±(12 + 3 × seconds since the last value) bpm of the track,
 ///   concentration ≥ 0.35; failing that, a weak one (≥ 0.2) within ±6 bpm of a track at most 2 s old, published at
 ///   the lowest confidence, at most 10 s in a row; failing that, a motion peak within ±8 bpm of the track — the
@@ -85,6 +89,11 @@ public struct SpectralHeartRate: Sendable {
     static let movingLevel = 0.04
     /// BVP bins within this many bpm of an accelerometer peak (or its harmonic) are motion.
     static let motionHalfWidth = 4.0
+    /// Seconds a track acquired from the spectrum while the wrist moves is on probation: one window plus the
+    /// running average's memory, the time a peak of noise lasts.
+    static let probationSeconds = 10
+    /// Highest confidence of a value while the track is on probation.
+    static let probationConfidence = 0.3
     /// Spectral values below this confidence are not published.
     public static let publishedConfidence = 0.2
     /// Weight of the newest window's spectrum in the running average (≈ 3 windows).
@@ -144,6 +153,8 @@ public struct SpectralHeartRate: Sendable {
     private var smoothedWindows = 0
 
     private var track: Double?
+    /// Seconds a track acquired from the spectrum while the wrist moves stays on probation (``probationSeconds``).
+    private var probation = 0
     private var secondsSinceValue = 0
     private var candidate: Double?
     private var candidateTicks = 0
@@ -227,6 +238,19 @@ public struct SpectralHeartRate: Sendable {
         self.candidateTicks = 0
         self.weakRun = 0
         self.coastValue = nil
+        self.probation = 0
+        self.clearEvidence()
+    }
+
+    /// Drops the track and what was gathered toward one (the engine found no pulse in the PPG at rest); the window
+    /// is kept.
+    mutating func forgetTrack() {
+        self.track = nil
+        self.candidate = nil
+        self.candidateTicks = 0
+        self.weakRun = 0
+        self.coastValue = nil
+        self.probation = 0
         self.clearEvidence()
     }
 
@@ -256,6 +280,7 @@ public struct SpectralHeartRate: Sendable {
               beatsPerMinute <= Double(Self.highestBPM) else { return }
         self.track = beatsPerMinute
         self.coastValue = beatsPerMinute
+        self.probation = 0
         self.secondsSinceValue = 0
         self.weakRun = 0
         self.candidate = nil
@@ -312,7 +337,17 @@ public struct SpectralHeartRate: Sendable {
         self.trackInCadenceLobe = false
         self.fromMergedPeak = false
         defer { self.motionAnalysed = false }
-        let result = self.analyse()
+        var result = self.analyse()
+        if self.probation > 0 {
+            if self.track == nil {
+                self.probation = 0
+            } else {
+                self.probation -= 1
+                if let value = result {
+                    result = (value.beatsPerMinute, min(value.confidence, Self.probationConfidence))
+                }
+            }
+        }
         if let result, !self.fromMergedPeak, result.confidence > Self.publishedConfidence {
             self.coastValue = result.beatsPerMinute
         }
@@ -427,6 +462,7 @@ public struct SpectralHeartRate: Sendable {
                abs(Double(Self.lowestBPM + hit.bin) - track) > radius,
                chosen.map({ hit.concentration > 2 * $0.concentration }) ?? true {
                 if self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration) {
+                    if self.moving { self.probation = Self.probationSeconds }
                     return self.accept(bin: hit.bin, concentration: hit.concentration)
                 }
             } else {
@@ -475,6 +511,7 @@ public struct SpectralHeartRate: Sendable {
         let held = self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: plain)
         let evident = self.accumulateEvidence(bin: hit.bin, concentration: hit.concentration)
         if held || evident {
+            if self.moving { self.probation = Self.probationSeconds }
             return self.accept(bin: hit.bin, concentration: hit.concentration)
         }
         return nil
