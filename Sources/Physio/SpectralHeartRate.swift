@@ -20,7 +20,8 @@
 ///   second for 4 s with concentration ≥ 0.55 throughout (uncorrected beside the cadence), or for 12 s with ≥ 0.35
 ///   (consecutive windows share 7 s, and the averaging adds a few: a noise peak lasts ≈ 10 s, a pulse stays); or,
 ///   its runs broken, gather enough *evidence*: the seconds it was the best candidate (≥ 0.35) within ±2 bpm,
-///   weighted by concentration (capped at 0.5) and decayed by 0.97 a second, reach 5 (``evidenceThreshold``).
+///   weighted by concentration (capped at 0.5) and decayed by 0.97 a second, reach 5 (``evidenceThreshold``). One
+///   second in which no candidate passes does not end a run (``CandidateRun``).
 /// - Probation: a track acquired (or taken over) from the spectrum while the wrist moves publishes at most 0.3 for
 ///   its first 10 s (``probationSeconds``). The first difference tilts a broadband wobble's power toward the top of
 ///   the band, where a peak of that noise can pass the 12 s rule off the wrist; a pulse outlasts the probation, a
@@ -74,7 +75,7 @@ public struct SpectralHeartRate: Sendable {
     /// Per-second decay of the acquisition evidence (``acquisitionEvidence``): a memory of ≈ 30 s.
     static let evidenceDecay = 0.97
     /// A second's evidence is the best candidate's concentration, at most this: one strong burst of a few seconds
-    /// (which the 4 s rule of ``holdCandidate(_:concentration:)`` judges) cannot make up for persistence.
+    /// (which the 4 s rule of ``CandidateRun`` judges) cannot make up for persistence.
     static let evidenceCap = 0.5
     /// Evidence is summed over ±this many bpm around the candidate: a pulse wanders by a few bpm.
     static let evidenceReach = 2
@@ -156,10 +157,8 @@ public struct SpectralHeartRate: Sendable {
     /// Seconds a track acquired from the spectrum while the wrist moves stays on probation (``probationSeconds``).
     private var probation = 0
     private var secondsSinceValue = 0
-    private var candidate: Double?
-    private var candidateTicks = 0
-    /// Smallest concentration over the candidate's run.
-    private var candidateLeast = 0.0
+    /// The best candidate's run of seconds (acquisition, take-over).
+    private var candidate = CandidateRun()
     /// Consecutive values taken from weak peaks on the track.
     private var weakRun = 0
     /// Whether the last analysis found the wrist moving with the track inside a motion peak's main lobe.
@@ -234,8 +233,7 @@ public struct SpectralHeartRate: Sendable {
         self.gap()
         self.track = nil
         self.secondsSinceValue = 0
-        self.candidate = nil
-        self.candidateTicks = 0
+        self.candidate.end()
         self.weakRun = 0
         self.coastValue = nil
         self.probation = 0
@@ -246,8 +244,7 @@ public struct SpectralHeartRate: Sendable {
     /// is kept.
     mutating func forgetTrack() {
         self.track = nil
-        self.candidate = nil
-        self.candidateTicks = 0
+        self.candidate.end()
         self.weakRun = 0
         self.coastValue = nil
         self.probation = 0
@@ -283,8 +280,7 @@ public struct SpectralHeartRate: Sendable {
         self.probation = 0
         self.secondsSinceValue = 0
         self.weakRun = 0
-        self.candidate = nil
-        self.candidateTicks = 0
+        self.candidate.end()
     }
 
     /// Adds one BVP sample (any scale, systolic peaks positive); non-finite samples are ignored.
@@ -461,13 +457,12 @@ public struct SpectralHeartRate: Sendable {
             if let hit = globalHit, hit.concentration >= Self.trackingAcceptance,
                abs(Double(Self.lowestBPM + hit.bin) - track) > radius,
                chosen.map({ hit.concentration > 2 * $0.concentration }) ?? true {
-                if self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration) {
+                if self.candidate.hold(Double(Self.lowestBPM + hit.bin), concentration: hit.concentration) {
                     if self.moving { self.probation = Self.probationSeconds }
                     return self.accept(bin: hit.bin, concentration: hit.concentration)
                 }
             } else {
-                self.candidate = nil
-                self.candidateTicks = 0
+                self.candidate.end()
             }
             if let chosen {
                 self.weakRun = 0
@@ -502,13 +497,12 @@ public struct SpectralHeartRate: Sendable {
             return nil
         }
         guard let hit = globalHit, hit.concentration >= Self.trackingAcceptance else {
-            self.candidate = nil
-            self.candidateTicks = 0
+            self.candidate.skip()
             _ = self.accumulateEvidence(bin: nil, concentration: 0)
             return nil
         }
         let plain = self.concentration(at: hit.bin, clean: clean, corrected: false)
-        let held = self.holdCandidate(Double(Self.lowestBPM + hit.bin), concentration: plain)
+        let held = self.candidate.hold(Double(Self.lowestBPM + hit.bin), concentration: plain)
         let evident = self.accumulateEvidence(bin: hit.bin, concentration: hit.concentration)
         if held || evident {
             if self.moving { self.probation = Self.probationSeconds }
@@ -521,7 +515,7 @@ public struct SpectralHeartRate: Sendable {
     /// (capped) at `bin`, the best candidate (nil when none passes ``trackingAcceptance``); true when the evidence
     /// within ±``evidenceReach`` of `bin` reaches ``evidenceThreshold``. In motion, while the track is lost, the pulse
     /// is the best candidate in about half the seconds, in runs that seconds of residue break (bench/ibi/walk.py's
-    /// running sets), so the consecutive run ``holdCandidate(_:concentration:)`` needs may never come; a noise peak
+    /// running sets), so the consecutive run ``CandidateRun`` needs may never come; a noise peak
     /// wins one run of seconds and is gone.
     private mutating func accumulateEvidence(bin: Int?, concentration: Double) -> Bool {
         let count = self.candidateBins
@@ -629,21 +623,6 @@ public struct SpectralHeartRate: Sendable {
         return false
     }
 
-    /// Counts the seconds a candidate stays put; true once it has for ``acquisitionTicks`` with concentration
-    /// ≥ ``acceptance`` throughout, or for ``persistenceTicks``.
-    private mutating func holdCandidate(_ bpm: Double, concentration: Double) -> Bool {
-        if let previous = self.candidate, abs(previous - bpm) <= 5 {
-            self.candidateTicks += 1
-            self.candidateLeast = min(self.candidateLeast, concentration)
-        } else {
-            self.candidateTicks = 1
-            self.candidateLeast = concentration
-        }
-        self.candidate = bpm
-        return (self.candidateTicks >= Self.acquisitionTicks && self.candidateLeast >= Self.acceptance)
-            || self.candidateTicks >= Self.persistenceTicks
-    }
-
     /// Takes the candidate at `bin` (of the averaged spectrum) as the track's value. With `newest`, the value
     /// published is the newest window's own strongest non-motion local maximum within ``newestPeakReach`` bpm of
     /// it, when there is one: the averaged spectrum lags a rate that moves by a window or two.
@@ -663,8 +642,7 @@ public struct SpectralHeartRate: Sendable {
             if let best { bpm = Self.interpolated(best, in: self.newestPower) }
         }
         self.track = bpm
-        self.candidate = nil
-        self.candidateTicks = 0
+        self.candidate.end()
         let confidence = min(max((concentration - 0.25) / 0.5, 0), 1)
         return (bpm, confidence)
     }
