@@ -103,6 +103,13 @@ public struct IBIEngine: Sendable {
     /// Seconds since the newest clean interval ended beyond which the beat-derived rate no longer seeds the spectral
     /// track (a beat every ≤ 1.5 s at 40 bpm and above, plus the judgement's wait for the next pulse).
     static let freshBeatAge = 2.0
+    /// Seconds between the tick a heart rate is published at and the second it is for (``HeartRateSample/time``).
+    /// A value summarises a window that ends at the tick: the beats' intervals that ended in the last
+    /// ``IBIConfiguration/heartRateWindow`` (5 s) span about the last 5.5–6 s, centred ≈ 3 s back; the spectral
+    /// window (8 s) is centred 4 s back and is carried 1 s along its trend (``SpectralTrend/lookAhead``). Labelled
+    /// with the tick instead, every value lags the heart by these 3 s, as a reference on the same window (an ECG's
+    /// intervals in 8 s centred on the second, IEEE SPC 2015's and `score_hr.py`'s) sees.
+    public static let heartRateDelay = 3.0
 
     /// - Parameter configuration: sample rates and checks; see ``IBIConfiguration``.
     public init(configuration: IBIConfiguration = IBIConfiguration()) {
@@ -247,7 +254,7 @@ public struct IBIEngine: Sendable {
         if let bpm = beats, fresh {
             self.spectral.seed(beatsPerMinute: bpm)
             _ = self.spectralTrend.update(bpm, at: second)
-            return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
+            return HeartRateSample(time: second - Self.heartRateDelay, beatsPerMinute: bpm, confidence: 1, source: .beats)
         }
         // At rest a spectral value needs a pulse in the PPG (``PulsePresence``): without skin contact the spectrum of
         // sensor noise can hold a peak as concentrated as a pulse's. While the wrist moves the slope carries the motion
@@ -258,12 +265,13 @@ public struct IBIEngine: Sendable {
         if let estimate = self.spectral.estimate(), estimate.confidence >= SpectralHeartRate.publishedConfidence,
            !still || self.presence.isPresent(at: second) {
             let bpm = self.spectralTrend.update(estimate.beatsPerMinute, at: second)
-            return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: estimate.confidence, source: .spectral)
+            return HeartRateSample(time: second - Self.heartRateDelay, beatsPerMinute: bpm, confidence: estimate.confidence,
+                                   source: .spectral)
         }
         if still && !self.presence.isPresent(at: second) { self.spectral.forgetTrack() }
         guard let bpm = beats else { return nil }
         _ = self.spectralTrend.update(bpm, at: second)
-        return HeartRateSample(time: second, beatsPerMinute: bpm, confidence: 1, source: .beats)
+        return HeartRateSample(time: second - Self.heartRateDelay, beatsPerMinute: bpm, confidence: 1, source: .beats)
     }
 
     /// BVP sample rate in Hz, as the engine uses it.

@@ -11,8 +11,9 @@
 struct SpectralTrend: Sendable {
     static let levelGain = 0.5
     static let trendGain = 0.05
-    /// Seconds ahead the published value is carried: the window's centre to its end.
-    static let lookAhead = SpectralHeartRate.windowSeconds / 2
+    /// Seconds ahead the published value is carried: from the window's centre to the second the value is for
+    /// (``IBIEngine/heartRateDelay`` before the window's end).
+    static let lookAhead = SpectralHeartRate.windowSeconds / 2 - IBIEngine.heartRateDelay
     /// Largest trend, bpm a second (a heart at a run's onset rises ≈ 2 bpm a second).
     static let maximumTrend = 3.0
     /// Seconds without a value after which the level and trend start over.

@@ -221,10 +221,11 @@ import TestSupport
         let times = run.heartRates.map(\.time)
         #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 >= 1 })
     }
-    /// A heart rising by 1 bpm a second: the beat-derived rate lags a centred reference (60 / mean of the true
-    /// intervals ending within ±4 s, IEEE SPC 2015's and `score_hr.py`'s) by about half its window, 2.5 bpm with
-    /// the 5 s window; the 10 s window it replaced lagged by 5.
-    @Test func theBeatDerivedRateFollowsARisingHeartWithinHalfItsWindow() {
+    /// A heart rising by 1 bpm a second, against a centred reference (60 / mean of the true intervals ending within
+    /// ±4 s of the value's time, IEEE SPC 2015's and `score_hr.py`'s): a beat-derived value's time is the second its
+    /// window is centred on (``IBIEngine/heartRateDelay``), so it is within a bpm of the reference on average.
+    /// Labelled with the tick it was published at, it lagged by about half its 5 s window: 2.7 bpm here.
+    @Test func aBeatDerivedRateIsForTheSecondItsWindowIsCentredOn() {
         var intervals: [Double] = []
         var t = 0.0
         while t < 85 {
@@ -249,7 +250,7 @@ import TestSupport
         }
         #expect(errors.count >= 25)
         let mean = errors.reduce(0, +) / Double(max(errors.count, 1))
-        #expect(mean <= 3.5, "mean lag \(mean) bpm")
+        #expect(mean <= 1.0, "mean lag \(mean) bpm")
     }
 }
 
