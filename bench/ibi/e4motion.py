@@ -76,7 +76,7 @@ def synthetic_reference_amplitude(rng):
     return pulse_amplitude(synth.ppg(rng, beats, int(60 * FS)), FS)
 
 
-def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=True):
+def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0):
     kind, (c_lo, c_hi), stride = SCENARIOS[scenario]
     b_start, fs, bvp = read_signal(f"{subject_dir}/BVP.csv")
     a_start, fs_acc, acc = read_signal(f"{subject_dir}/ACC.csv")
@@ -142,7 +142,7 @@ def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=True):
         acc_out[ma, 2] += (25 * g * ramp_a * np.sin(2 * phase_a + 0.3))[ma]
         lags = rng.uniform(0, 2 * np.pi, 3)
         wander = 1 + 0.25 * np.sin(2 * np.pi * u / rng.uniform(15, 40) + rng.uniform(0, 6.3))
-        amp = (80 if artefact else 0) * ratio * ramp_b * wander * amp_pulse / ref_amp
+        amp = 80 * artefact * ratio * ramp_b * wander * amp_pulse / ref_amp
         h2, h3 = (0.8, 0.3) if stride else (0.5, 0.25)
         art = amp * (np.sin(phase_b + lags[0]) + h2 * np.sin(2 * phase_b + lags[1])
                      + h3 * np.sin(3 * phase_b + lags[2]))
@@ -172,14 +172,15 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data", default="../shared/data")
     p.add_argument("--no-warp", action="store_true", help="diagnostic: the heart at its resting rate throughout")
-    p.add_argument("--no-artefact", action="store_true", help="diagnostic: the swing in ACC only, a clean PPG")
+    p.add_argument("--artefact-scale", type=float, default=1.0,
+                   help="diagnostic: the PPG artefact times this (0: the swing in ACC only, a clean PPG)")
     a = p.parse_args()
     ref_amp = synthetic_reference_amplitude(np.random.default_rng(0))
     for j, subject in enumerate(SUBJECTS):
         for k, scenario in enumerate(SCENARIOS):
             rng = np.random.default_rng(a.seed * 1000 + 10 * j + k)
             make(rng, f"{a.data}/e4-stresspredict/{subject}", scenario, f"{a.outdir}/{subject}-{scenario}", ref_amp,
-                 not a.no_warp, not a.no_artefact)
+                 not a.no_warp, a.artefact_scale)
 
 
 if __name__ == "__main__":
