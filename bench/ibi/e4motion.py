@@ -99,13 +99,18 @@ def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0):
     m = (begins >= t0) & (ends <= t0 + span)
     rest_hr = 60.0 / np.median(ibi[m])
     target = walk.heart_rate(u, rest_hr, episodes)
-    # The original's beat-to-beat rate (Empatica's intervals, glitches clipped to +-30 % of the local median). Played
+    # The original's beat-to-beat rate (Empatica's intervals, glitches left out, below). Played
     # faster by target / rest alone, its variability in bpm would grow with the speed (a resting RSA of +-5 bpm,
     # +-10 at twice the rate) where a running heart's shrinks; the speed takes the rate to target x (rate /
     # rest)^(rest / target) instead, which keeps the variability's size in bpm what it was at rest.
-    inst = 60.0 / ibi[m]
+    # Empatica's intervals more than 20 % from the median of their 11 neighbours are its detector's misses and extras
+    # (a seated heart does not change that much in one beat): left out of the warp and of the reference.
+    rows = np.flatnonzero(m)
+    inst = 60.0 / ibi[rows]
     local = np.array([np.median(inst[max(0, i - 5):i + 6]) for i in range(len(inst))])
-    inst = np.clip(inst, 0.7 * local, 1.3 * local)
+    keep = np.abs(inst / local - 1) <= 0.2
+    m[rows[~keep]] = False
+    inst = inst[keep]
     warp = np.empty(len(u))
     w = t0
     for i in range(len(u)):
