@@ -89,7 +89,8 @@ def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0):
     u = np.arange(int(DURATION * FS)) / FS
     rest = 60.0 / np.median(ibi)  # the session's resting rate, for the stretch's length (+10 % margin)
     span = 1.1 * float(np.sum(walk.heart_rate(u, rest, episodes) / rest) / FS)
-    # the stretch: a random start with Empatica's beats covering most of it
+    # the stretch: a start on a 30 s grid, drawn, with at least 0.56 of Empatica's intervals a second in it (about
+    # half of it covered at a resting rate)
     total = len(bvp) / fs
     starts = [s for s in np.arange(60.0, total - span - 10, 30.0)
               if np.sum((begins >= s) & (ends <= s + span)) * 0.9 >= 0.5 * span]
@@ -127,32 +128,12 @@ def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0):
     warp_a = np.interp(ua, u, warp)
     ta = np.arange(len(acc)) / fs_acc + (a_start - b_start)
     acc_out = np.stack([np.interp(warp_a, ta, acc[:, k]) for k in range(3)], axis=1)
-    # walk.py's swing and artefact (same draws in the same order as there)
+    # walk.py's swing and artefact
     for (s, e, _, _) in episodes:
-        g, lo, hi = walk.GAIN[kind]
-        ratio = rng.uniform(lo, hi)
+        ratio = rng.uniform(*walk.GAIN[kind][1:])
         cadence = rng.uniform(c_lo, c_hi)
-        n = len(u)
-        ma, mb = (ua >= s) & (ua < e), (u >= s) & (u < e)
-        drift = np.cumsum(rng.standard_normal(n)) / FS
-        drift = 0.03 * drift / max(np.abs(drift).max(), 1e-9)
-        rate = cadence / 2 if stride else cadence
-        phase_b = 2 * np.pi * np.cumsum(rate * (1 + drift)) / FS
-        phase_a = np.interp(ua, u, phase_b)
-        ramp_a = np.clip(np.minimum(ua - s, e - ua) / 2, 0, 1)
-        ramp_b = np.clip(np.minimum(u - s, e - u) / 2, 0, 1)
-        second = 0.8 if stride else 0.3
-        acc_out[ma, 0] += (64 * g * ramp_a * (np.sin(phase_a) + second * np.sin(2 * phase_a)))[ma]
-        acc_out[ma, 1] += (32 * g * ramp_a * np.sin(phase_a + 0.7))[ma]
-        acc_out[ma, 2] += (25 * g * ramp_a * np.sin(2 * phase_a + 0.3))[ma]
-        lags = rng.uniform(0, 2 * np.pi, 3)
-        wander = 1 + 0.25 * np.sin(2 * np.pi * u / rng.uniform(15, 40) + rng.uniform(0, 6.3))
-        amp = 80 * artefact * ratio * ramp_b * wander * amp_pulse / ref_amp
-        h2, h3 = (0.8, 0.3) if stride else (0.5, 0.25)
-        art = amp * (np.sin(phase_b + lags[0]) + h2 * np.sin(2 * phase_b + lags[1])
-                     + h3 * np.sin(3 * phase_b + lags[2]))
-        art += 0.3 * amp * synth.lowpass_noise(rng, n, 8)
-        x[mb] += art[mb]
+        walk.add_motion(rng, u, ua, x, acc_out, (s, e, kind, cadence), stride,
+                        80 * artefact * ratio * amp_pulse / ref_amp)
     # Empatica's intervals whose two ends lie in the stretch played, moved through the warp
     m &= ends <= warp[-1]
     new_end = np.interp(ends[m], warp, u)

@@ -76,6 +76,37 @@ def beats_from(rng, dur, hr_t, hr):
     return np.array(out)
 
 
+def add_motion(rng, tb, ta, x, acc, episode, stride, amplitude):
+    """One episode's arm swing, added to acc (counts, at times ta) and its artefact to the PPG x (at times tb), in
+    place: the cadence drifting by a few percent, the swing (at half the cadence when `stride`) and its harmonics in
+    ACC, the artefact of the swing and its 2nd and 3rd harmonics with random lags, `amplitude` wandering +-25 %, and
+    low-passed broadband wobble the ACC does not explain. e4motion.py puts the same motion on real pulses."""
+    s, e, kind, cadence = episode
+    g = GAIN[kind][0]
+    n = len(tb)
+    ma, mb = (ta >= s) & (ta < e), (tb >= s) & (tb < e)
+    # cadence drift: a slow random walk of a few percent, integrated to a phase
+    drift = np.cumsum(rng.standard_normal(n)) / FS
+    drift = 0.03 * drift / max(np.abs(drift).max(), 1e-9)
+    rate = cadence / 2 if stride else cadence  # the arm's swing
+    phase_b = 2 * np.pi * np.cumsum(rate * (1 + drift)) / FS
+    phase_a = np.interp(ta, tb, phase_b)
+    ramp_a = np.clip(np.minimum(ta - s, e - ta) / 2, 0, 1)  # 2 s to get going and to stop
+    ramp_b = np.clip(np.minimum(tb - s, e - tb) / 2, 0, 1)
+    second = 0.8 if stride else 0.3  # the swing's 2nd harmonic in x: the step, for a stride swing
+    acc[ma, 0] += (64 * g * ramp_a * (np.sin(phase_a) + second * np.sin(2 * phase_a)))[ma]
+    acc[ma, 1] += (32 * g * ramp_a * np.sin(phase_a + 0.7))[ma]
+    acc[ma, 2] += (25 * g * ramp_a * np.sin(2 * phase_a + 0.3))[ma]
+    lags = rng.uniform(0, 2 * np.pi, 3)
+    wander = 1 + 0.25 * np.sin(2 * np.pi * tb / rng.uniform(15, 40) + rng.uniform(0, 6.3))
+    amp = amplitude * ramp_b * wander
+    h2, h3 = (0.8, 0.3) if stride else (0.5, 0.25)
+    art = amp * (np.sin(phase_b + lags[0]) + h2 * np.sin(2 * phase_b + lags[1])
+                 + h3 * np.sin(3 * phase_b + lags[2]))
+    art += 0.3 * amp * synth.lowpass_noise(rng, n, 8)
+    x[mb] += art[mb]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--outdir", required=True)
@@ -91,29 +122,8 @@ def main():
                                                           + 0.01 * rng.standard_normal(n))
         acc = np.tile([8.0, -4.0, 62.0], (n_acc, 1)) + 0.7 * rng.standard_normal((n_acc, 3))
         for (s, e, kind, cadence) in eps:
-            g, lo, hi = GAIN[kind]
-            ratio = rng.uniform(lo, hi)
-            ma, mb = (ta >= s) & (ta < e), (tb >= s) & (tb < e)
-            # cadence drift: a slow random walk of a few percent, integrated to a phase
-            drift = np.cumsum(rng.standard_normal(n)) / FS
-            drift = 0.03 * drift / max(np.abs(drift).max(), 1e-9)
-            rate = cadence / 2 if name in STRIDE else cadence  # the arm's swing
-            phase_b = 2 * np.pi * np.cumsum(rate * (1 + drift)) / FS
-            phase_a = np.interp(ta, tb, phase_b)
-            ramp_a = np.clip(np.minimum(ta - s, e - ta) / 2, 0, 1)  # 2 s to get going and to stop
-            ramp_b = np.clip(np.minimum(tb - s, e - tb) / 2, 0, 1)
-            second = 0.8 if name in STRIDE else 0.3  # the swing's 2nd harmonic in x: the step, for a stride swing
-            acc[ma, 0] += (64 * g * ramp_a * (np.sin(phase_a) + second * np.sin(2 * phase_a)))[ma]
-            acc[ma, 1] += (32 * g * ramp_a * np.sin(phase_a + 0.7))[ma]
-            acc[ma, 2] += (25 * g * ramp_a * np.sin(2 * phase_a + 0.3))[ma]
-            lags = rng.uniform(0, 2 * np.pi, 3)
-            wander = 1 + 0.25 * np.sin(2 * np.pi * tb / rng.uniform(15, 40) + rng.uniform(0, 6.3))
-            amp = 80 * ratio * ramp_b * wander  # the pulse is ~80 units peak
-            h2, h3 = (0.8, 0.3) if name in STRIDE else (0.5, 0.25)
-            art = amp * (np.sin(phase_b + lags[0]) + h2 * np.sin(2 * phase_b + lags[1])
-                         + h3 * np.sin(3 * phase_b + lags[2]))
-            art += 0.3 * amp * synth.lowpass_noise(rng, n, 8)
-            x[mb] += art[mb]
+            ratio = rng.uniform(*GAIN[kind][1:])
+            add_motion(rng, tb, ta, x, acc, (s, e, kind, cadence), name in STRIDE, 80 * ratio)  # pulse ~80 peak
         d = f"{a.outdir}/{name}"
         synth.write(d, x, np.clip(np.round(acc), -128, 127), beats, [(s, e) for s, e, _, _ in eps])
         with open(f"{d}/HRREF.csv", "w") as f:
