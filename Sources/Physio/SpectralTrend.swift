@@ -1,11 +1,12 @@
 /// The spectral heart rate as published: the estimator's values smoothed by level and trend (Holt's linear method,
-/// an α-β tracker) and carried half a window ahead.
+/// an α-β tracker) and carried from the window's centre to the second the value is for.
 ///
-/// An 8 s window reports the rate at its centre, 4 s before the second it is published for, and the newest window's
+/// An 8 s window reports the rate at its centre, 4 s before its end; a value is for the second
+/// ``IBIEngine/heartRateDelay`` (3 s) before its end, so it is carried 1 s along the trend. The newest window's
 /// peak (round 9) moves by a bpm or two from second to second when nothing has changed. The level takes half of each
 /// new value (``levelGain``); the trend, in bpm a second, a twentieth of each change of the level (``trendGain``:
 /// ≈ 20 s to follow a new slope, so one noisy second barely moves it); what is published is the level plus the
-/// trend times ``lookAhead``, half the window. Every value updates it, beat-derived ones too (they are published as
+/// trend times ``lookAhead``. Every value updates it, beat-derived ones too (they are published as
 /// they are), so a run starts from the beats' rate; a hole of more than ``maximumGap`` seconds starts it over.
 /// Fixed memory, no allocation.
 struct SpectralTrend: Sendable {
