@@ -10,13 +10,16 @@ public enum IBICommand: CtlCommand {
     public static let summary = "compute inter-beat intervals offline from an E4 export (BVP.csv, ACC.csv)"
     public static let usage = """
         empalinkctl ibi --bvp BVP.csv [--acc ACC.csv] [--out IBI.csv] [--beats BEATS.csv] [--hr HR.csv]
-                        [--hr-detail HRDETAIL.csv] [--filtered BVP.csv]
+                        [--hr-confidence-above C] [--hr-detail HRDETAIL.csv] [--filtered BVP.csv]
           --bvp FILE    E4 export of BVP (64 Hz): line 1 start unix time, line 2 rate, then samples
           --acc FILE    E4 export of ACC (32 Hz, 3 columns, 1/64 g): gates beats in motion
           --out FILE    IBI in the E4 layout ('<start>, IBI' then '<s since start>,<ibi s>'); default stdout
           --beats FILE  every detected beat: 't,ibi,reason,shape' (ibi empty and the reason when withheld;
                         shape = correlation with the template of recent pulses)
           --hr FILE     heart rate at 1 Hz in the E4 HR.csv layout (start, rate, then bpm; 0 = none)
+          --hr-confidence-above C  keep in --hr only values whose confidence is above C (0 ... 1): 0.2 drops
+                        the holds and weak peaks, 0.3 also the merged cadence peak and a new track's first
+                        seconds (Docs/ibi.md); --hr-detail still lists every published value
           --hr-detail FILE  every published heart rate: 't,bpm,confidence,source' (source beats|spectral)
           --filtered FILE   the artefact-reduced BVP (accelerometer-referenced, as published live) in the
                         E4 BVP.csv layout
@@ -31,6 +34,8 @@ public enum IBICommand: CtlCommand {
         var hr: String?
         var hrDetail: String?
         var filtered: String?
+        /// `--hr-confidence-above`: HR.csv keeps only values whose confidence is above this; nil keeps all.
+        var hrConfidenceAbove: Double?
     }
 
     public static func run(arguments: [String]) -> Int32 {
@@ -59,7 +64,7 @@ public enum IBICommand: CtlCommand {
         let files: [(String?, String)] = [
             (options.out, Self.formatIBI(result, start: bvp.start)),
             (options.beats, Self.formatBeats(result, start: bvp.start)),
-            (options.hr, Self.formatHeartRate(result, start: bvp.start)),
+            (options.hr, Self.formatHeartRate(result, start: bvp.start, above: options.hrConfidenceAbove)),
             (options.hrDetail, Self.formatHeartRateDetail(result, start: bvp.start)),
             (options.filtered, Self.formatFiltered(result, start: bvp.start, rate: bvp.rate)),
         ]
@@ -88,14 +93,22 @@ public enum IBICommand: CtlCommand {
         var index = 0
         while index < arguments.count {
             let flag = arguments[index]
-            guard ["--bvp", "--acc", "--out", "--beats", "--hr", "--hr-detail", "--filtered"].contains(flag) else {
+            guard ["--bvp", "--acc", "--out", "--beats", "--hr", "--hr-detail", "--filtered",
+                   "--hr-confidence-above"].contains(flag) else {
                 return .failure(UsageError(text: "unknown option '\(flag)'"))
             }
+            let threshold = flag == "--hr-confidence-above"
             guard index + 1 < arguments.count, !arguments[index + 1].isEmpty else {
-                return .failure(UsageError(text: "\(flag) needs a file path"))
+                return .failure(UsageError(text: threshold ? "\(flag) needs a number from 0 to 1"
+                                                           : "\(flag) needs a file path"))
             }
             let value = arguments[index + 1]
             switch flag {
+            case "--hr-confidence-above":
+                guard let number = Double(value), number.isFinite, number >= 0, number <= 1 else {
+                    return .failure(UsageError(text: "\(flag) needs a number from 0 to 1, not '\(value)'"))
+                }
+                options.hrConfidenceAbove = number
             case "--bvp": bvp = value
             case "--acc": options.acc = value
             case "--out": options.out = value
@@ -165,12 +178,14 @@ public enum IBICommand: CtlCommand {
         return text
     }
 
-    /// HR in the E4 `HR.csv` layout: one value per second from the first tick; seconds without a value are 0.
-    static func formatHeartRate(_ result: Run, start: Double) -> String {
-        guard let first = result.heartRates.first else { return "\(DecimalText.fixed(start, 6))\n1.000000\n" }
+    /// HR in the E4 `HR.csv` layout: one value per second from the first value kept; seconds without a value are 0.
+    /// With `above`, only values whose confidence is above it are kept.
+    static func formatHeartRate(_ result: Run, start: Double, above: Double? = nil) -> String {
+        let kept = above.map { threshold in result.heartRates.filter { $0.confidence > threshold } } ?? result.heartRates
+        guard let first = kept.first else { return "\(DecimalText.fixed(start, 6))\n1.000000\n" }
         var text = "\(DecimalText.fixed(first.time, 6))\n1.000000\n"
         var second = first.time
-        for sample in result.heartRates {
+        for sample in kept {
             while second < sample.time - 0.5 {
                 text += "0.00\n"
                 second += 1

@@ -1,5 +1,6 @@
-import CtlCommands
+@testable import CtlCommands
 import Glibc
+import Physio
 import Testing
 import TestSupport
 
@@ -87,6 +88,38 @@ import TestSupport
             #expect(abs((fields.last ?? 0) - 0.8) < 0.02)
             #expect((fields.first ?? 0) > 20)
         }
+    }
+
+    @Test func parsesTheHeartRateConfidenceThreshold() {
+        let parsed = try? IBICommand.parse(["--bvp", "B.csv", "--hr", "H.csv", "--hr-confidence-above", "0.2"]).get()
+        #expect(parsed?.hrConfidenceAbove == 0.2)
+        #expect((try? IBICommand.parse(["--bvp", "B.csv"]).get())?.hrConfidenceAbove == nil)
+        for bad in ["1.5", "-0.1", "nan", "inf", "x", ""] {
+            guard case .failure(let error) = IBICommand.parse(["--bvp", "B.csv", "--hr-confidence-above", bad]) else {
+                Issue.record("'\(bad)' was accepted")
+                continue
+            }
+            #expect(error.text.contains("a number from 0 to 1"))
+        }
+        #expect(IBICommand.run(arguments: ["--bvp", "B.csv", "--hr-confidence-above", "2"]) == 2)
+    }
+
+    @Test func heartRateFileKeepsOnlyValuesAboveTheThreshold() {
+        var run = IBICommand.Run()
+        run.heartRates = [
+            HeartRateSample(time: 100, beatsPerMinute: 70),
+            HeartRateSample(time: 101, beatsPerMinute: 90, confidence: 0.2, source: .spectral),
+            HeartRateSample(time: 102, beatsPerMinute: 91, confidence: 0.55, source: .spectral),
+            HeartRateSample(time: 104, beatsPerMinute: 92, confidence: 0.3, source: .spectral),
+        ]
+        #expect(IBICommand.formatHeartRate(run, start: 90)
+                == "100.000000\n1.000000\n70.00\n90.00\n91.00\n0.00\n92.00\n")
+        #expect(IBICommand.formatHeartRate(run, start: 90, above: 0.2)
+                == "100.000000\n1.000000\n70.00\n0.00\n91.00\n0.00\n92.00\n")
+        // The file starts at the first value kept.
+        run.heartRates.removeFirst()
+        #expect(IBICommand.formatHeartRate(run, start: 90, above: 0.3) == "102.000000\n1.000000\n91.00\n")
+        #expect(IBICommand.formatHeartRate(run, start: 90, above: 1) == "90.000000\n1.000000\n")
     }
 
     func read(_ path: String) -> String {
