@@ -76,7 +76,7 @@ def synthetic_reference_amplitude(rng):
     return pulse_amplitude(synth.ppg(rng, beats, int(60 * FS)), FS)
 
 
-def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0):
+def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0, hrv=1.0):
     kind, (c_lo, c_hi), stride = SCENARIOS[scenario]
     b_start, fs, bvp = read_signal(f"{subject_dir}/BVP.csv")
     a_start, fs_acc, acc = read_signal(f"{subject_dir}/ACC.csv")
@@ -103,7 +103,8 @@ def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0):
     # The original's beat-to-beat rate (Empatica's intervals, glitches left out, below). Played
     # faster by target / rest alone, its variability in bpm would grow with the speed (a resting RSA of +-5 bpm,
     # +-10 at twice the rate) where a running heart's shrinks; the speed takes the rate to target x (rate /
-    # rest)^(rest / target) instead, which keeps the variability's size in bpm what it was at rest.
+    # rest)^(rest / target) instead, which keeps the variability's size in bpm what it was at rest (`hrv` scales that
+    # size: a diagnostic, as exercise withdraws the vagal tone that makes most of a seated heart's variability).
     # Empatica's intervals more than 20 % from the median of their 11 neighbours are its detector's misses and extras
     # (a seated heart does not change that much in one beat): left out of the warp and of the reference.
     rows = np.flatnonzero(m)
@@ -117,7 +118,7 @@ def make(rng, subject_dir, scenario, out, ref_amp, warped=True, artefact=1.0):
     for i in range(len(u)):
         warp[i] = w
         rate = float(np.interp(w, ends[m], inst))
-        alpha = rest_hr / target[i]
+        alpha = hrv * rest_hr / target[i]
         w += (target[i] * (rate / rest_hr) ** alpha / rate if warped else 1.0) / FS
     if warp[-1] >= total - 1:
         return False
@@ -160,13 +161,16 @@ def main():
     p.add_argument("--no-warp", action="store_true", help="diagnostic: the heart at its resting rate throughout")
     p.add_argument("--artefact-scale", type=float, default=1.0,
                    help="diagnostic: the PPG artefact times this (0: the swing in ACC only, a clean PPG)")
+    p.add_argument("--hrv-scale", type=float, default=1.0,
+                   help="diagnostic: the seated heart's beat-to-beat variability, in bpm, times this while the"
+                        " rate is raised (1: kept at its seated size)")
     a = p.parse_args()
     ref_amp = synthetic_reference_amplitude(np.random.default_rng(0))
     for j, subject in enumerate(SUBJECTS):
         for k, scenario in enumerate(SCENARIOS):
             rng = np.random.default_rng(a.seed * 1000 + 10 * j + k)
             make(rng, f"{a.data}/e4-stresspredict/{subject}", scenario, f"{a.outdir}/{subject}-{scenario}", ref_amp,
-                 not a.no_warp, a.artefact_scale)
+                 not a.no_warp, a.artefact_scale, a.hrv_scale)
 
 
 if __name__ == "__main__":
