@@ -18,8 +18,9 @@ public enum IBICommand: CtlCommand {
                         shape = correlation with the template of recent pulses)
           --hr FILE     heart rate at 1 Hz in the E4 HR.csv layout (start, rate, then bpm; 0 = none)
           --hr-confidence-above C  keep in --hr only values whose confidence is above C (0 ... 1): 0.2 drops
-                        the holds and weak peaks, 0.3 also the merged cadence peak and a new track's first
-                        seconds (Docs/ibi.md); --hr-detail still lists every published value
+                        the holds and weak peaks, 0.3 also the merged cadence peak, a new track's first
+                        seconds in motion and the least concentrated peaks (Docs/ibi.md, Choosing a
+                        confidence threshold); --hr-detail still lists every published value
           --hr-detail FILE  every published heart rate: 't,bpm,confidence,source' (source beats|spectral)
           --filtered FILE   the artefact-reduced BVP (accelerometer-referenced, as published live) in the
                         E4 BVP.csv layout
