@@ -31,14 +31,19 @@ struct MotionSignal {
         var sample: HeartRateSample?
     }
 
-    /// Runs an engine over `duration` seconds; returns one entry per whole second the engine ticked, and every
-    /// filtered BVP value.
+    /// Runs an engine over `duration` seconds; returns one entry per whole second the engine ticked, every
+    /// filtered BVP value and the time of every beat the engine emitted an interval for. `bvp` and `acc` transform
+    /// the samples on their way into the engine (another gain, the band worn another way round).
     func run(_ engine: inout IBIEngine, duration: Double, from offset: Double = 0,
-             bvp transform: (Double) -> Double = { $0 }) -> (ticks: [Tick], filtered: [Double], raw: [Double]) {
+             bvp transform: (Double) -> Double = { $0 },
+             acc orient: (Double, Double, Double) -> (Double, Double, Double) = { ($0, $1, $2) })
+        -> (ticks: [Tick], filtered: [Double], raw: [Double], beats: [Double])
+    {
         var random = SplitMix64(seed: self.seed)
         var ticks: [Tick] = []
         var filtered: [Double] = []
         var raw: [Double] = []
+        var beats: [Double] = []
         var phase = 0.0
         var swing = 0.0
         var wander = 0.0
@@ -57,7 +62,8 @@ struct MotionSignal {
                     y += 32 * self.swingG * sin(swing + 0.7)
                     z += 25 * self.swingG * sin(2 * swing + 0.3)
                 }
-                engine.appendACC(x: x.rounded(), y: y.rounded(), z: z.rounded(), at: self.start + t)
+                let (ax, ay, az) = orient(x.rounded(), y.rounded(), z.rounded())
+                engine.appendACC(x: ax, y: ay, z: az, at: self.start + t)
             }
             let u = (phase / (2 * Double.pi)).truncatingRemainder(dividingBy: 1)
             var value = 0.0
@@ -80,11 +86,12 @@ struct MotionSignal {
             raw.append(value)
             let output = engine.appendBVP(value, at: self.start + t)
             filtered.append(output.filteredBVP ?? value)
+            if let beat = output.beat, beat.interval != nil { beats.append(beat.time - self.start) }
             if let sample = output.heartRate {
                 ticks.append(Tick(time: sample.time - self.start, truth: self.heartRate(sample.time - self.start),
                                   sample: sample))
             }
         }
-        return (ticks, filtered, raw)
+        return (ticks, filtered, raw, beats)
     }
 }

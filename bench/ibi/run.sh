@@ -53,3 +53,8 @@ cat "$OUT/hr/table.md"
 # The artefact-reduced BVP against the unfiltered one (Docs/ibi.md, "Artefact-reduced BVP").
 "$PY" bench/ibi/filtered.py --bin "$BIN" --out "$OUT" --data "$(dirname "$DATA")" > "$OUT/hr/filtered.md"
 cat "$OUT/hr/filtered.md"
+# What a recording the engine has never seen may change: the BVP's gain, the band's orientation, the sensor's noise
+# (Docs/ibi.md, "What a new recording may change").
+"$PY" bench/ibi/invariance.py --bin "$BIN" --out "$OUT" --data "$(dirname "$DATA")" --eval "$EVAL" \
+    --score "${SCORE_HR:-../shared/tools/score_hr.py}" > "$OUT/invariance.md"
+cat "$OUT/invariance.md"
