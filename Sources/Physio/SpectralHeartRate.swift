@@ -29,8 +29,12 @@
 /// - Tracking: the best non-motion candidate within ±(12 + 3 × seconds since the last value) bpm of the track,
 ///   concentration ≥ 0.35; failing that, a weak one (≥ 0.2) within ±6 bpm of a track at most 2 s old, published at
 ///   the lowest confidence, at most 10 s in a row; failing that, a motion peak within ±8 bpm of the track — the
-///   cadence on the heart rate, which an 8 s window cannot resolve — with confidence at most 0.3. A candidate outside
-///   the search window with twice the concentration takes the track over once it has been acquired as above.
+///   cadence on the heart rate, which an 8 s window cannot resolve — with confidence at most 0.3, and only
+///   ``publishedConfidence`` once ``mergedHoldLimit`` (30 s) have passed without a value from a peak of its own (the
+///   cadence alone cannot show that a pulse is still there); failing that, with the track inside a motion peak's main
+///   lobe, a peak of its own near the track in the last 16 s (``zoomTrack(_:)``: main lobe ±7.5 bpm, so a pulse 8–19
+///   bpm from the cadence can be resolved), at most 0.3. A candidate outside the search window with twice the
+///   concentration takes the track over once it has been acquired as above.
 /// - Coasting: when none of these applies, the wrist moves periodically (the strongest ACC peak's ±12 bpm holds
 ///   ≥ ``acceptance`` of the ACC power) and the track lies within ``mainLobe`` + ``motionHalfWidth`` of a motion
 ///   peak, the last value from a peak of its own is published at ``publishedConfidence`` — a hold while the pulse
@@ -111,8 +115,32 @@ public struct SpectralHeartRate: Sendable {
     /// twice), applied while the track was lost too, a no-pulse walking recording published 42 s, up to confidence
     /// 0.97 (round 13, Docs/ibi.md).
     static let besideCadenceLeast = 0.75
+    /// The longer window read beside the cadence (``zoomTrack(_:)``), seconds: its Hann main lobe is ±7.5 bpm, half
+    /// the 8 s window's, so a pulse 8–19 bpm from a motion peak — inside the 8 s lobe — can show as a peak of its own.
+    static let zoomSeconds = 16.0
+    /// Half-width, bpm, of the long window's motion mask around each accelerometer peak and its 2nd and 3rd harmonics.
+    static let zoomHalfWidth = 4.0
+    /// Half-width, bpm, of a candidate's lobe in the long window (its main lobe, less the outer quarter).
+    static let zoomLobe = 6
+    /// Largest distance, bpm, of the long window's peak from the track.
+    static let zoomReach = 6.0
+    /// Smallest share of the long window's non-motion band power in the candidate's lobe. Measured offline
+    /// (Docs/ibi.md, round 24): near a rate 8–19 bpm from the cadence, a no-pulse walk or run reaches it in 1 % of
+    /// seconds, a real pulse under running artefact in half of them, within 4 bpm of the heart in 9 of 10.
+    static let zoomAcceptance = 0.2
+    /// Seconds after the last value from a peak of its own (or a seed) for which the merged cadence peak (a masked
+    /// peak on the track) is published at up to 0.3; after them it is a hold, at ``publishedConfidence``. The pulse on
+    /// the cadence cannot be told from the cadence alone — which a wristband taken off mid-run still shows — so only
+    /// the evidence that came before speaks for it, and it ages. A runner's heart can sit on the cadence for minutes,
+    /// so the value goes on, as a hold.
+    static let mergedHoldLimit = 30
 
     private let size: Int
+    private let zoomSize: Int
+    private let zoomHann: [Double]
+    private var zoomPower: [Double]
+    private var zoomACC: [Double]
+    private var zoomMask: [Bool]
     private let bvpFactor: Int
     private let accFactor: Int
     private let countsPerG: Double
@@ -174,6 +202,11 @@ public struct SpectralHeartRate: Sendable {
     private var motionCount = 0
     /// The accelerometer's cadence (its strongest peak, bpm) while the wrist moves periodically; nil otherwise.
     private var cadence: Double?
+    /// Whether ``goertzel(intoACC:accumulate:zoom:)`` stores into the long window's spectra.
+    private var zoomStore = false
+    /// Seconds since the last value from a peak of its own (not the merged cadence peak) or a seed
+    /// (``mergedHoldLimit``).
+    private var secondsSinceOwnPeak = 0
 
     /// - Parameters:
     ///   - bvpRate: BVP sample rate in Hz.
@@ -187,8 +220,9 @@ public struct SpectralHeartRate: Sendable {
         self.countsPerG = accCountsPerG > 0 ? accCountsPerG : 64
         let rate = bvpRate / Double(self.bvpFactor)
         self.size = Int(Self.windowSeconds * rate)
-        self.bvp = FixedRing(minimumCapacity: self.size, filler: 0)
-        self.acc = FixedRing(minimumCapacity: self.size, filler: .zero)
+        self.zoomSize = Int(Self.zoomSeconds * rate)
+        self.bvp = FixedRing(minimumCapacity: self.zoomSize, filler: 0)
+        self.acc = FixedRing(minimumCapacity: self.zoomSize, filler: .zero)
         self.bvpLowPass = Biquad(lowPass: 4, sampleRate: bvpRate)
         self.accLowPass = (Biquad(lowPass: 4, sampleRate: accRate), Biquad(lowPass: 4, sampleRate: accRate),
                            Biquad(lowPass: 4, sampleRate: accRate))
@@ -204,6 +238,11 @@ public struct SpectralHeartRate: Sendable {
             hann[index] = 0.5 - 0.5 * Self.cos(2 * Double.pi * Double(index) / Double(self.size - 1))
         }
         self.hann = hann
+        var zoomHann = [Double](repeating: 0, count: self.zoomSize)
+        for index in 0..<self.zoomSize {
+            zoomHann[index] = 0.5 - 0.5 * Self.cos(2 * Double.pi * Double(index) / Double(self.zoomSize - 1))
+        }
+        self.zoomHann = zoomHann
         var lobeShape = [Double](repeating: 0, count: 13)
         for offset in 0..<13 {
             let step = 2 * Double.pi * Double(offset) / 60 / rate
@@ -217,7 +256,10 @@ public struct SpectralHeartRate: Sendable {
         let peak = lobeShape[0] > 0 ? lobeShape[0] : 1
         for offset in 0..<13 { lobeShape[offset] /= peak }
         self.lobeShape = lobeShape
-        self.scratch = [Double](repeating: 0, count: self.size)
+        self.scratch = [Double](repeating: 0, count: self.zoomSize)
+        self.zoomPower = [Double](repeating: 0, count: bins)
+        self.zoomACC = [Double](repeating: 0, count: bins)
+        self.zoomMask = [Bool](repeating: false, count: bins)
         self.bvpPower = [Double](repeating: 0, count: bins)
         self.accPower = [Double](repeating: 0, count: bins)
         self.motionMask = [Bool](repeating: false, count: bins)
@@ -232,6 +274,7 @@ public struct SpectralHeartRate: Sendable {
     public mutating func reset() {
         self.gap()
         self.track = nil
+        self.secondsSinceOwnPeak = 0
         self.secondsSinceValue = 0
         self.candidate.end()
         self.weakRun = 0
@@ -277,6 +320,7 @@ public struct SpectralHeartRate: Sendable {
               beatsPerMinute <= Double(Self.highestBPM) else { return }
         self.track = beatsPerMinute
         self.coastValue = beatsPerMinute
+        self.secondsSinceOwnPeak = 0
         self.probation = 0
         self.secondsSinceValue = 0
         self.weakRun = 0
@@ -346,6 +390,11 @@ public struct SpectralHeartRate: Sendable {
         }
         if let result, !self.fromMergedPeak, result.confidence > Self.publishedConfidence {
             self.coastValue = result.beatsPerMinute
+        }
+        if result != nil && !self.fromMergedPeak {
+            self.secondsSinceOwnPeak = 0
+        } else {
+            self.secondsSinceOwnPeak += 1
         }
         if result == nil {
             self.secondsSinceValue += 1
@@ -484,7 +533,8 @@ public struct SpectralHeartRate: Sendable {
                     return (value.beatsPerMinute, Self.publishedConfidence)
                 }
             }
-            // The cadence on the heart rate: one merged peak.
+            // The cadence on the heart rate: one merged peak; a hold once ``mergedHoldLimit`` seconds have passed
+            // without a value from a peak of its own.
             for index in 0..<peakCount {
                 let bin = self.peakBins[index]
                 guard self.motionMask[bin], abs(Double(Self.lowestBPM + bin) - track) <= 8 else { continue }
@@ -492,7 +542,16 @@ public struct SpectralHeartRate: Sendable {
                 guard c >= Self.trackingAcceptance else { break }
                 guard let value = self.accept(bin: bin, concentration: c, newest: false) else { return nil }
                 self.fromMergedPeak = true
-                return (value.beatsPerMinute, min(value.confidence, 0.3))
+                let limit = self.secondsSinceOwnPeak < Self.mergedHoldLimit ? 0.3 : Self.publishedConfidence
+                return (value.beatsPerMinute, min(value.confidence, limit))
+            }
+            // Beside the cadence, the long window may resolve the pulse from it: a peak of its own, published at the
+            // merged peak's confidence (the long window lags a moving rate by 8 s, the cadence's flanks are near).
+            if self.trackInCadenceLobe, let zoom = self.zoomTrack(track) {
+                self.track = zoom
+                self.candidate.end()
+                self.weakRun = 0
+                return (zoom, Self.probationConfidence)
             }
             return nil
         }
@@ -760,6 +819,64 @@ public struct SpectralHeartRate: Sendable {
         return found
     }
 
+    /// The long window's peak near `track`, bpm, or nil: beside the cadence, where the 8 s window's ±15 bpm main lobe
+    /// merges the pulse with the motion, the last 16 s (main lobe ±7.5 bpm) may show the pulse as a peak of its own.
+    /// The strongest non-motion local maximum within ``zoomReach`` of the track (motion: within ``zoomHalfWidth`` of
+    /// the long window's accelerometer peaks and their 2nd and 3rd harmonics; a peak holding less than
+    /// ``leakageRatio`` of a motion peak within 13 bpm is its leakage) whose ±``zoomLobe`` bpm hold at least
+    /// ``zoomAcceptance`` of the long window's non-motion power in 40–210 bpm. Four 256-point transforms (BVP and the
+    /// three ACC axes), only in the seconds that reach it.
+    private mutating func zoomTrack(_ track: Double) -> Double? {
+        guard self.bvp.total >= self.zoomSize, self.accSamples >= self.zoomSize else { return nil }
+        let bins = self.coefficients.count
+        let energy = self.load(axis: nil, zoom: true)
+        guard energy.isFinite, energy > 1e-12 else { return nil }
+        self.goertzel(intoACC: false, accumulate: false, zoom: true)
+        for axis in 0..<3 {
+            _ = self.load(axis: axis, zoom: true)
+            self.goertzel(intoACC: true, accumulate: axis > 0, zoom: true)
+        }
+        var strongest = 0.0
+        for bin in 0..<bins {
+            strongest = max(strongest, self.zoomACC[bin])
+            self.zoomMask[bin] = false
+        }
+        var found = 0
+        for bin in 1..<(bins - 1) where found < 3 {
+            let p = self.zoomACC[bin]
+            guard p >= 0.1 * strongest, p >= self.zoomACC[bin - 1], p > self.zoomACC[bin + 1] else { continue }
+            found += 1
+            for k in 1...3 {
+                let peak = Double(k * (Self.lowestBPM + bin))
+                for b in 0..<bins where abs(Double(Self.lowestBPM + b) - peak) <= Self.zoomHalfWidth {
+                    self.zoomMask[b] = true
+                }
+            }
+        }
+        let candidates = self.candidateBins
+        var clean = 0.0
+        for bin in 0..<candidates where !self.zoomMask[bin] { clean += self.zoomPower[bin] }
+        guard clean > 0, clean.isFinite else { return nil }
+        var best: (bin: Int, concentration: Double)?
+        for bin in 1..<(candidates - 1) where !self.zoomMask[bin] {
+            let p = self.zoomPower[bin]
+            guard abs(Double(Self.lowestBPM + bin) - track) <= Self.zoomReach,
+                  p >= self.zoomPower[bin - 1], p > self.zoomPower[bin + 1] else { continue }
+            var lobe = 0.0, motion = 0.0
+            for b in max(0, bin - Self.zoomLobe)...min(candidates - 1, bin + Self.zoomLobe) where !self.zoomMask[b] {
+                lobe += self.zoomPower[b]
+            }
+            for b in max(0, bin - 13)...min(bins - 1, bin + 13) where self.zoomMask[b] {
+                motion = max(motion, self.zoomPower[b])
+            }
+            guard p >= Self.leakageRatio * motion else { continue }
+            let c = lobe / clean
+            if c > (best?.concentration ?? -1) { best = (bin, c) }
+        }
+        guard let best, best.concentration >= Self.zoomAcceptance else { return nil }
+        return Self.interpolated(best.bin, in: self.zoomPower)
+    }
+
     /// Power within ±4 bpm of `bin`.
     private func narrowPower(at bin: Int) -> Double {
         var power = 0.0
@@ -797,15 +914,16 @@ public struct SpectralHeartRate: Sendable {
 
     /// Fills the scratch window with the last 8 s of BVP (`axis` nil) or of one ACC axis, mean removed and
     /// Hann-windowed; returns its energy.
-    private mutating func load(axis: Int?) -> Double {
+    private mutating func load(axis: Int?, zoom: Bool = false) -> Double {
+        let size = zoom ? self.zoomSize : self.size
         var mean = 0.0
-        for back in 0..<self.size { mean += axis.map { self.acc[back: back][$0] } ?? self.bvp[back: back] }
-        mean /= Double(self.size)
+        for back in 0..<size { mean += axis.map { self.acc[back: back][$0] } ?? self.bvp[back: back] }
+        mean /= Double(size)
         var energy = 0.0
-        for index in 0..<self.size {
-            let back = self.size - 1 - index
+        for index in 0..<size {
+            let back = size - 1 - index
             let raw = axis.map { self.acc[back: back][$0] } ?? self.bvp[back: back]
-            let v = (raw - mean) * self.hann[index]
+            let v = (raw - mean) * (zoom ? self.zoomHann[index] : self.hann[index])
             self.scratch[index] = v
             energy += v * v
         }
@@ -817,9 +935,10 @@ public struct SpectralHeartRate: Sendable {
     /// Four bins at a time: each bin's recurrence is a chain of dependent multiply-adds, so one bin alone waits on
     /// the floating-point latency; four independent chains fill it. Every bin's arithmetic is the same operations
     /// in the same order as one bin at a time, so the powers are bit for bit those of the plain loop.
-    private mutating func goertzel(intoACC: Bool, accumulate: Bool) {
+    private mutating func goertzel(intoACC: Bool, accumulate: Bool, zoom: Bool = false) {
         let bins = self.coefficients.count
-        let size = self.size
+        let size = zoom ? self.zoomSize : self.size
+        self.zoomStore = zoom
         // Local references (retains, no copy), so that the stores below need no access to them.
         let coefficientArray = self.coefficients, scratchArray = self.scratch
         coefficientArray.withUnsafeBufferPointer { coefficients in
@@ -869,7 +988,13 @@ public struct SpectralHeartRate: Sendable {
 
     @inline(__always)
     private mutating func store(_ bin: Int, _ p: Double, intoACC: Bool, accumulate: Bool) {
-        if intoACC {
+        if self.zoomStore {
+            if intoACC {
+                self.zoomACC[bin] = accumulate ? self.zoomACC[bin] + p : p
+            } else {
+                self.zoomPower[bin] = p
+            }
+        } else if intoACC {
             self.accPower[bin] = accumulate ? self.accPower[bin] + p : p
         } else {
             self.bvpPower[bin] = p

@@ -310,7 +310,8 @@ import TestSupport
     @Test func publishesNothingConfidentAfterThePulseVanishesMidRun() {
         // Running with the heart near the cadence (coasting is allowed there), then the wristband slips off: the
         // accelerometer still swings, the PPG shows only the motion. Once the window holds no pulse nothing above
-        // the merged-peak confidence (0.3) comes out; a coasted value (0.2) at most for the track's life (10 s).
+        // the merged-peak confidence (0.3) comes out, and nothing above 0.2 once 30 s have passed since the 16 s
+        // window last held the pulse (round 24: the merged cadence peak becomes a hold).
         let running = MotionSignal(heartRate: { _ in 148 }, cadence: 2.6, swingStart: 20, swingG: 1.0,
                                    artefactRatio: 2.0)
         var engine = IBIEngine()
@@ -320,16 +321,17 @@ import TestSupport
         let run = off.run(&engine, duration: 60, from: 90)
         let after = run.ticks.filter { $0.time >= 90 + 8 && $0.sample != nil }
         #expect(after.allSatisfy { $0.sample!.confidence <= 0.3 })
-        #expect(after.filter { $0.time >= 90 + 8 + 10 + 2 }.allSatisfy { $0.sample!.confidence > 0.2 })
+        #expect(after.filter { $0.time >= 90 + 16 + 30 + 2 }.allSatisfy { $0.sample!.confidence <= 0.2 })
     }
     /// The estimator alone, seeded on the pulse at `pulse` bpm, then `seconds` of running at `cadence` bpm: the PPG
     /// carries the pulse (if any) and an artefact 3 × its amplitude at the cadence, which the ACC shows too.
-    func coastingValues(pulse: Double?, cadence: Double, seconds: Int) -> [(second: Int, bpm: Double, confidence: Double)] {
+    func coastingValues(pulse: Double?, cadence: Double, seconds: Int,
+                        pulseUntil: Double = .infinity) -> [(second: Int, bpm: Double, confidence: Double)] {
         var estimator = SpectralHeartRate()
         var values: [(second: Int, bpm: Double, confidence: Double)] = []
         for index in 0..<(seconds * 64) {
             let t = Double(index) / 64
-            let beat = pulse.map { 80 * sin(2 * .pi * $0 / 60 * t) } ?? 0
+            let beat = t < pulseUntil ? pulse.map { 80 * sin(2 * .pi * $0 / 60 * t) } ?? 0 : 0
             estimator.appendBVP(beat + 240 * sin(2 * .pi * cadence / 60 * t + 1.1))
             if index % 2 == 0 {
                 estimator.appendACC(x: (8 + 64 * sin(2 * .pi * cadence / 60 * t)).rounded(), y: -4, z: 62)
@@ -343,17 +345,39 @@ import TestSupport
     }
 
     @Test func coastsThroughTheCadencesLobeForTheTracksLifeAtTheLowestConfidence() {
-        // The heart at 146 bpm, 10 bpm below a 156 /min cadence: inside the cadence's main lobe, no peak of its own
-        // (the merged peak is farther than 8 bpm from the track). The track's value is published at the lowest
-        // confidence for at most the track's life (10 s), then nothing; without the coasting nothing at all.
-        let values = self.coastingValues(pulse: 146, cadence: 156, seconds: 40)
-        let coasted = values.filter { $0.second >= 10 }
-        #expect(coasted.count >= 7)
-        #expect(coasted.allSatisfy { abs($0.bpm - 146) <= 1 && $0.confidence <= SpectralHeartRate.publishedConfidence })
-        #expect(coasted.allSatisfy { $0.second <= 9 + 10 + 1 })
+        // The heart at 146 bpm, 10 bpm below a 156 /min cadence: inside the 8 s window's main lobe, no peak of its own
+        // there (the merged peak is farther than 8 bpm from the track). The wristband comes off at 9 s. The track's
+        // value is held at the lowest confidence, or found in the 16 s window while it still holds the pulse, and
+        // nothing is published after the track's life (10 s) past the long window's memory of the pulse (16 s).
+        let values = self.coastingValues(pulse: 146, cadence: 156, seconds: 60, pulseUntil: 9)
+        let after = values.filter { $0.second >= 10 }
+        #expect(after.count >= 7)
+        #expect(after.allSatisfy { abs($0.bpm - 146) <= 3 && $0.confidence <= 0.3 })
+        #expect(after.allSatisfy { $0.second <= 9 + 16 + 10 + 2 })
         // Far from the cadence there is nothing to coast through: a dropped track publishes nothing.
         let far = self.coastingValues(pulse: nil, cadence: 100, seconds: 40).filter { $0.second >= 10 }
         #expect(far.isEmpty)
+    }
+
+    @Test func followsAPulseInsideTheCadencesLobeInTheLongerWindow() {
+        // The heart at 146 bpm stays 10 bpm below a 156 /min cadence with an artefact 3 × the pulse. The 8 s window
+        // cannot resolve them; the 16 s window (main lobe ±7.5 bpm) can, so the track lives on at 146 (at the merged
+        // peak's confidence, 0.3) instead of coasting for 10 s and falling silent (round 24, Docs/ibi.md).
+        let values = self.coastingValues(pulse: 146, cadence: 156, seconds: 60).filter { $0.second >= 20 }
+        #expect(values.count >= 35)  // of 40 seconds
+        #expect(values.allSatisfy { abs($0.bpm - 146) <= 2 && $0.confidence <= 0.3 })
+    }
+
+    @Test func theMergedCadencePeakBecomesAHoldAfterThirtySeconds() {
+        // The heart at 102 bpm, 6 bpm below a 108 /min cadence: the merged cadence peak carries the track. The
+        // wristband comes off at 9 s and the arm swings on: the cadence is all the PPG shows, and nothing in it can
+        // say whether a pulse is still there. It is published at 0.3 for 30 s after the last value from a peak of its
+        // own (the beats' seed until 8 s), then at the lowest confidence, a hold that `--hr-confidence-above 0.2`
+        // drops; before round 24, at 0.3 for as long as the arm swung.
+        let values = self.coastingValues(pulse: 102, cadence: 108, seconds: 90, pulseUntil: 9)
+        #expect(values.filter { $0.second >= 10 }.count >= 70)
+        #expect(values.filter { $0.second <= 8 + 30 }.allSatisfy { $0.confidence <= 0.3 })
+        #expect(values.filter { $0.second > 8 + 30 }.allSatisfy { $0.confidence <= 0.2 })
     }
 }
 
