@@ -92,7 +92,7 @@ let package = Package(
         .target(name: "CAllocationCounter"),
         .executableTarget(name: "empalink-alloc-check",
                           dependencies: ["CAllocationCounter", "Bluetooth", "E4", "EmpaLink", "BlueZ", "EventLoop",
-                                         "Posix", "MQTT", "Logging", "Spool", "Config", "Agent"],
+                                         "Posix", "MQTT", "Logging", "Spool", "Config", "Agent", "Physio"],
                           swiftSettings: strict),
         // Coverage-guided fuzz targets (issue #21, Fuzz/README.md): one executable, one target per parser. A normal
         // build makes it a replayer of saved inputs; `make fuzz` builds it with libFuzzer and ASan (-DFUZZING), where

@@ -38,6 +38,7 @@ results.reserveCapacity(64)
 results += DecoderChecks.run(iterations: iterations)
 results += DeviceStreamsChecks.run(iterations: iterations)
 results += DeviceStreamsMotionChecks.run(iterations: iterations)
+results += SpectralChecks.run(iterations: iterations)
 results += ProfileSeamChecks.run(iterations: iterations)
 results += HeartRateChecks.run(iterations: iterations)
 do {

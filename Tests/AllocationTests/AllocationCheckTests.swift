@@ -19,6 +19,7 @@ import Testing
         "e4.bvp.encode", "e4.acc.encode", "e4.gsr.encode", "e4.temp.encode", "e4.events.encode",
         "device.receive.bvp+acc", "device.receive.gsr", "device.receive.temp", "device.receive.battery",
         "device.receive.tag", "device.receive.malformed", "device.receive.bvp+acc.motion", "profile.receive.bvp+acc",
+        "physio.spectral.cadence-lobe",
         "notification.read.decode", "notification.drain.decode", "loop.timer.repeating", "spool.append",
         "agent.publish.spooled", "hrs.measurement.parse", "hrs.measurement.error.length", "profile.receive.hrs",
     ]
