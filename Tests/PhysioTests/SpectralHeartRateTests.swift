@@ -217,14 +217,16 @@ import TestSupport
         // without that part the pulse's concentration fell below the tracking bar in a quarter of the seconds
         // (seeds 7, 3, 5: 84, 69 and 79 of 105 seconds above the lowest confidence, 232 in all), which only
         // coasting and weak peaks bridged, for 10 s at most (bench/ibi/walk.py run-cadence-hr lost its track this
-        // way). Counted as the share a pulse there would show: 98, 86, 86 (270).
+        // way). Counted as the share a pulse there would show: 98, 86, 86 (270). Values in all: 102 each; since
+        // round 26 (a hold the 16 s window does not bear out is not published) seed 5 gives 97, five right holds the
+        // long window did not show — the cost of that rule where the heart stays put beside the cadence.
         var followed = 0
         for seed: UInt64 in [7, 3, 5] {
             let signal = MotionSignal(heartRate: { 160 + sin($0 / 10) }, cadence: 2.5, swingStart: 30, swingG: 1.0,
                                       artefactRatio: 3.0, wobble: 0.3, seed: seed)
             var engine = IBIEngine()
             let values = signal.run(&engine, duration: 150).ticks.filter { $0.time >= 45 && $0.sample != nil }
-            #expect(values.count >= 100, "seed \(seed): \(values.count) values of 105")
+            #expect(values.count >= 95, "seed \(seed): \(values.count) values of 105")
             #expect(self.meanError(values) < 2, "seed \(seed)")
             followed += values.filter { $0.sample!.confidence > SpectralHeartRate.publishedConfidence }.count
         }
@@ -355,13 +357,14 @@ import TestSupport
 
     /// The estimator alone, seeded on the pulse at `pulse` bpm, then `seconds` of running at `cadence` bpm: the PPG
     /// carries the pulse (if any) and an artefact 3 × its amplitude at the cadence, which the ACC shows too.
-    func coastingValues(pulse: Double?, cadence: Double, seconds: Int,
-                        pulseUntil: Double = .infinity) -> [(second: Int, bpm: Double, confidence: Double)] {
+    func coastingValues(pulse: Double?, cadence: Double, seconds: Int, pulseUntil: Double = .infinity,
+                        then laterPulse: Double? = nil) -> [(second: Int, bpm: Double, confidence: Double)] {
         var estimator = SpectralHeartRate()
         var values: [(second: Int, bpm: Double, confidence: Double)] = []
         for index in 0..<(seconds * 64) {
             let t = Double(index) / 64
-            let beat = t < pulseUntil ? pulse.map { 80 * sin(2 * .pi * $0 / 60 * t) } ?? 0 : 0
+            let rate = t < pulseUntil ? pulse : laterPulse
+            let beat = rate.map { 80 * sin(2 * .pi * $0 / 60 * t) } ?? 0
             estimator.appendBVP(beat + 240 * sin(2 * .pi * cadence / 60 * t + 1.1))
             if index % 2 == 0 {
                 estimator.appendACC(x: (8 + 64 * sin(2 * .pi * cadence / 60 * t)).rounded(), y: -4, z: 62)
@@ -387,6 +390,18 @@ import TestSupport
         // Far from the cadence there is nothing to coast through: a dropped track publishes nothing.
         let far = self.coastingValues(pulse: nil, cadence: 100, seconds: 40).filter { $0.second >= 10 }
         #expect(far.isEmpty)
+    }
+
+    @Test func stopsHoldingAValueTheLongerWindowNoLongerBearsOut() {
+        // The heart at 146 bpm, 10 bpm below a 156 /min cadence; at 9 s it climbs onto the cadence itself, where no
+        // window can tell it from the motion. The old value is followed or held while the last 16 s still show it as
+        // a peak of its own; once they do not, the hold is contradicted and is not published. Round 26: on the e4m
+        // sets such holds were more than 5 bpm off in 56–78 % of the seconds. Before it, 143–146 was held at 0.2
+        // until the track was lost: 19 values 10 bpm off, the last at 27 s; now 9, the last at 17 s.
+        let values = self.coastingValues(pulse: 146, cadence: 156, seconds: 60, pulseUntil: 9, then: 156)
+        let stale = values.filter { $0.second >= 9 && abs($0.bpm - 156) > 5 }
+        #expect(stale.count <= 12, "\(stale)")
+        #expect(stale.allSatisfy { $0.second < 9 + 16 }, "\(stale)")
     }
 
     @Test func followsAPulseInsideTheCadencesLobeInTheLongerWindow() {
